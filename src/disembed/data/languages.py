@@ -1,0 +1,103 @@
+"""Language codes: one canonical code per language.
+
+ISO 639-1 (``de``), ISO 639-3 (``deu``), macro/individual variants used by
+Tatoeba (``cmn``, ``swh``, ``pes``, ``zsm``) and FLORES-style script tags
+(``zho_Hans``, ``deu_Latn``) all map to one canonical code: the ISO 639-1 code
+where the language has one, else the ISO 639-3 code. Unknown codes are an error
+that lists the known ones.
+"""
+
+from __future__ import annotations
+
+import difflib
+
+from ..exceptions import ConfigError
+
+# ISO 639-3 (and Tatoeba's individual-language codes) -> canonical ISO 639-1.
+_ISO3_TO_1 = {
+    "afr": "af", "amh": "am", "ara": "ar", "arb": "ar", "aze": "az", "bel": "be", "ben": "bn",
+    "bos": "bs", "bre": "br", "bul": "bg", "cat": "ca", "ces": "cs", "cmn": "zh", "cym": "cy",
+    "dan": "da", "deu": "de", "ell": "el", "eng": "en", "epo": "eo", "est": "et", "eus": "eu",
+    "fao": "fo", "fas": "fa", "pes": "fa", "fin": "fi", "fra": "fr", "fry": "fy", "gla": "gd",
+    "gle": "ga", "glg": "gl", "heb": "he", "hin": "hi", "hrv": "hr", "hun": "hu", "hye": "hy",
+    "ido": "io", "ile": "ie", "ina": "ia", "ind": "id", "isl": "is", "ita": "it", "jav": "jv",
+    "jpn": "ja", "kat": "ka", "kaz": "kk", "khm": "km", "kor": "ko", "kur": "ku", "lat": "la",
+    "lit": "lt", "lav": "lv", "lvs": "lv", "mal": "ml", "mar": "mr", "mkd": "mk", "mon": "mn",
+    "msa": "ms", "zsm": "ms", "nld": "nl", "nno": "nn", "nob": "nb", "nor": "no", "oci": "oc",
+    "pol": "pl", "por": "pt", "ron": "ro", "rus": "ru", "slk": "sk", "slv": "sl", "spa": "es",
+    "sqi": "sq", "srp": "sr", "swa": "sw", "swh": "sw", "swe": "sv", "tam": "ta", "tat": "tt",
+    "tel": "te", "tgl": "tl", "tha": "th", "tuk": "tk", "tur": "tr", "uig": "ug", "ukr": "uk",
+    "urd": "ur", "uzb": "uz", "vie": "vi", "xho": "xh", "yid": "yi", "zho": "zh", "nep": "ne",
+    "npi": "ne", "sin": "si", "pus": "ps", "hbs": "sh", "kab": "kab",
+}
+
+# Languages with no ISO 639-1 code that appear in the bundled data (canonical = 639-3).
+_ISO3_ONLY = {
+    "ang", "arq", "arz", "ast", "awa", "ber", "cbk", "ceb", "cha", "cor", "csb", "dsb", "dtp",
+    "gsw", "hsb", "kab", "kzj", "lfn", "max", "mhr", "nds", "nov", "orv", "pam", "pms", "swg",
+    "tzl", "war", "wuu", "yue",
+}
+
+_ISO1 = set(_ISO3_TO_1.values()) | {"en"}
+
+# Names people type, lower-cased.
+_NAMES = {"english": "en", "german": "de", "chinese": "zh", "french": "fr", "spanish": "es"}
+
+#: XTREME's Tatoeba languages: the 14 XNLI languages and the 36 XTREME languages.
+TATOEBA_14 = ("ar", "bg", "de", "el", "es", "fr", "hi", "ru", "sw", "th", "tr", "ur", "vi", "zh")
+TATOEBA_36 = (
+    "af", "ar", "bg", "bn", "de", "el", "es", "et", "eu", "fa", "fi", "fr", "he", "hi", "hu",
+    "id", "it", "ja", "jv", "ka", "kk", "ko", "ml", "mr", "nl", "pt", "ru", "sw", "ta", "te",
+    "th", "tl", "tr", "ur", "vi", "zh",
+)
+
+#: The 100 languages of XLM-R's pre-training data (multilingual-e5 inherits them).
+XLMR_LANGUAGES = frozenset(
+    "af am ar as az be bg bn br bs ca cs cy da de el en eo es et eu fa fi fr fy ga gd gl gu ha "
+    "he hi hr hu hy id is it ja jv ka kk km kn ko ku ky la lo lt lv mg mk ml mn mr ms my ne nl "
+    "no om or pa pl ps pt ro ru sa sd si sk sl so sq sr su sv sw ta te th tl tr ug uk ur uz vi "
+    "xh yi zh nb".split()
+)
+
+
+def known_languages() -> list[str]:
+    return sorted(_ISO1 | _ISO3_ONLY)
+
+
+def normalize_language(code: str) -> str:
+    """Return the canonical code of ``code`` (``deu`` -> ``de``, ``zho_Hans`` -> ``zh``).
+
+    Raises:
+        ConfigError: the code is not known; the message suggests close matches.
+    """
+    if not isinstance(code, str) or not code.strip():
+        raise ConfigError(f"a language code must be a non-empty string, got {code!r}")
+    raw = code.strip()
+    base = raw.replace("-", "_").split("_")[0].lower()  # zho_Hans -> zho, zh-TW -> zh
+    if base in _ISO1:
+        return base
+    if base in _ISO3_TO_1:
+        return _ISO3_TO_1[base]
+    if base in _ISO3_ONLY:
+        return base
+    if raw.lower() in _NAMES:
+        return _NAMES[raw.lower()]
+    known = known_languages()
+    close = difflib.get_close_matches(base, known + list(_ISO3_TO_1), n=3)
+    hint = f" Did you mean {', '.join(close)}?" if close else ""
+    raise ConfigError(
+        f"Unknown language code {code!r}.{hint} Use an ISO 639-1 or 639-3 code, optionally "
+        f"with a script (zho_Hans). Known codes: {', '.join(known)}"
+    )
+
+
+def to_iso3(code: str) -> str:
+    """Canonical code -> the ISO 639-3 code Tatoeba's file names use (``zh`` -> ``cmn``)."""
+    canonical = normalize_language(code)
+    preferred = {"zh": "cmn", "sw": "swh", "fa": "pes", "ms": "zsm", "lv": "lvs", "ar": "ara"}
+    if canonical in preferred:
+        return preferred[canonical]
+    for iso3, iso1 in _ISO3_TO_1.items():
+        if iso1 == canonical and len(iso3) == 3:
+            return iso3
+    return canonical

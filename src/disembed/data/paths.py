@@ -1,0 +1,43 @@
+"""Where the data lives: an explicit argument, else ``$DISEMBED_DATA_DIR``, else ``../shared/data``."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from ..exceptions import ConfigError
+
+ENV_VAR = "DISEMBED_DATA_DIR"
+_FALLBACKS = ("../shared/data", "shared/data")
+
+
+def resolve_data_dir(data_dir: str | os.PathLike | None = None) -> Path:
+    """Return the data directory, checking that it exists.
+
+    Order: ``data_dir`` if given, then the environment variable ``DISEMBED_DATA_DIR``,
+    then ``../shared/data`` or ``shared/data`` relative to the working directory.
+    """
+    candidates: list[tuple[str, str]] = []
+    if data_dir is not None:
+        candidates.append((str(data_dir), "the data_dir argument / --data-dir"))
+    elif os.environ.get(ENV_VAR):
+        candidates.append((os.environ[ENV_VAR], f"${ENV_VAR}"))
+    else:
+        candidates.extend((p, "the default location") for p in _FALLBACKS)
+    for path, _ in candidates:
+        if Path(path).is_dir():
+            return Path(path).resolve()
+    tried = "; ".join(f"{p} (from {why})" for p, why in candidates)
+    raise ConfigError(
+        f"No data directory found (tried: {tried}). Pass --data-dir DIR or set {ENV_VAR} to the "
+        "folder holding tatoeba/, sts17/, wmt20_mlqe/ and parallel/."
+    )
+
+
+def require_file(path: Path, what: str) -> Path:
+    if not path.is_file():
+        raise ConfigError(
+            f"{what}: expected the file {path}, which does not exist. Check --data-dir / "
+            f"${ENV_VAR} (it should point at the folder that holds the benchmark folders)."
+        )
+    return path

@@ -1,0 +1,136 @@
+"""Strict readers for UTF-8 TSV and line-aligned text files.
+
+Every problem is an error that names the file and the 1-based line: undecodable
+bytes, ragged rows, missing columns, empty sentences, mismatched line counts.
+With ``skip_bad=True`` bad rows are skipped instead and counted in the returned
+:class:`ReadReport`, never silently.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+from ..exceptions import DataError
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class ReadReport:
+    """What a reader kept and skipped (with the first few reasons)."""
+
+    path: str
+    kept: int = 0
+    skipped: int = 0
+    reasons: list[str] = field(default_factory=list)
+
+    def skip(self, reason: str) -> None:
+        self.skipped += 1
+        if len(self.reasons) < 5:
+            self.reasons.append(reason)
+
+
+def _read_lines(path: Path) -> list[str]:
+    data = Path(path).read_bytes()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise DataError(
+            f"{path}:{line}: bytes {data[exc.start:exc.end]!r} are not valid UTF-8; "
+            "re-encode the file as UTF-8 (e.g. iconv -f LATIN1 -t UTF-8)"
+        ) from None
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [line[:-1] if line.endswith("\r") else line for line in lines]
+
+
+def read_tsv(
+    path: str | Path,
+    columns: Sequence[str],
+    *,
+    skip_bad: bool = False,
+    required_nonempty: Sequence[str] | None = None,
+) -> tuple[list[dict[str, str]], ReadReport]:
+    """Read a TSV with a header row (no quoting) and return the named columns.
+
+    Args:
+        path: the file.
+        columns: header names to return; a missing one is an error listing the header.
+        skip_bad: skip ragged rows and empty required cells (counted) instead of raising.
+        required_nonempty: columns whose cells must hold non-whitespace text
+            (default: all of ``columns``).
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(f"{path}: no such file")
+    lines = _read_lines(path)
+    if not lines:
+        raise DataError(f"{path}: the file is empty; expected a header row naming {list(columns)}")
+    header = lines[0].split("\t")
+    missing = [c for c in columns if c not in header]
+    if missing:
+        raise DataError(
+            f"{path}:1: header has no column(s) {missing}; header is {header}. "
+            "Name the columns that hold the sentences."
+        )
+    index = {c: header.index(c) for c in columns}
+    required = list(required_nonempty if required_nonempty is not None else columns)
+    report = ReadReport(str(path))
+    rows: list[dict[str, str]] = []
+    for lineno, line in enumerate(lines[1:], start=2):
+        cells = line.split("\t")
+        problem = None
+        if len(cells) != len(header):
+            problem = f"{path}:{lineno}: has {len(cells)} fields, the header has {len(header)}"
+        else:
+            empty = [c for c in required if not cells[index[c]].strip()]
+            if empty:
+                problem = f"{path}:{lineno}: empty sentence in column(s) {empty}"
+        if problem:
+            if not skip_bad:
+                raise DataError(problem + "; fix the row or pass skip_bad=True / --skip-bad-lines")
+            report.skip(problem)
+            continue
+        rows.append({c: cells[i] for c, i in index.items()})
+    report.kept = len(rows)
+    if report.skipped:
+        logger.warning("%s: skipped %d bad row(s), e.g. %s", path, report.skipped, report.reasons[0])
+    return rows, report
+
+
+def read_aligned(
+    source: str | Path, target: str | Path, *, skip_bad: bool = False
+) -> tuple[list[str], list[str], ReadReport]:
+    """Read two line-aligned files; unequal line counts are always an error."""
+    src, tgt = _read_lines(Path(source)), _read_lines(Path(target))
+    if len(src) != len(tgt):
+        raise DataError(
+            f"{source} has {len(src)} lines but {target} has {len(tgt)}; line-aligned files "
+            "must have equal line counts (line i of one translates line i of the other)"
+        )
+    report = ReadReport(f"{source} + {target}")
+    keep_src, keep_tgt = [], []
+    for lineno, (s, t) in enumerate(zip(src, tgt), start=1):
+        if not s.strip() or not t.strip():
+            which = source if not s.strip() else target
+            problem = f"{which}:{lineno}: empty sentence"
+            if not skip_bad:
+                raise DataError(problem + "; fix the line or pass skip_bad=True / --skip-bad-lines")
+            report.skip(problem)
+            continue
+        keep_src.append(s)
+        keep_tgt.append(t)
+    report.kept = len(keep_src)
+    return keep_src, keep_tgt, report
+
+
+def read_lines(path: str | Path) -> list[str]:
+    """All lines of a UTF-8 file (errors name the line of any bad byte)."""
+    return _read_lines(Path(path))

@@ -1,0 +1,190 @@
+"""Build a training set of X-English pairs from ``<data>/parallel``, free of evaluation data.
+
+Sources (see the data README): WMT news test sets, the Tatoeba Challenge (rows
+flagged as overlapping LASER Tatoeba are dropped), FLORES v1 (ne, si), Multi30k
+train (de, fr, cs) and TICO-19 (ne, ar). The tokenised MLQE post-edits and the
+BUCC gold are never used. Then every pair whose either side occurs in an
+evaluation set it will be scored on is removed (after whitespace and case
+folding), duplicates are dropped, and a seeded sample of at most
+``pairs_per_language`` pairs per language is kept. The returned report says how
+many pairs each step removed.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+from ..exceptions import ConfigError
+from .io import read_lines, read_tsv
+from .languages import normalize_language, to_iso3
+from .parallel import ParallelPairs
+from .paths import resolve_data_dir
+
+logger = logging.getLogger(__name__)
+
+EVAL_SETS = ("tatoeba", "sts17", "wmt20-qe", "bucc2018")
+
+
+def _norm(text: str) -> str:
+    return " ".join(text.split()).casefold()
+
+
+def _wmt(root: Path, lang: str) -> list[tuple[str, str]]:
+    path = root / "wmt_newstest" / f"en-{lang}.tsv"
+    return _pairs(path, lang, "en") if path.is_file() else []
+
+
+def _tatoeba_challenge(root: Path, lang: str) -> list[tuple[str, str]]:
+    iso3 = to_iso3(lang) if lang != "zh" else "zho"
+    iso3 = {"ar": "ara", "fa": "pes", "sw": "swa"}.get(lang, iso3)
+    path = root / "tatoeba_challenge_v2021-08-07" / f"en-{iso3}.tsv"
+    if not path.is_file():
+        return []
+    flags = ["pair_in_laser_tatoeba_test", "sent_in_laser_tatoeba_test"]
+    rows, _ = read_tsv(path, ["en", iso3, *flags], required_nonempty=["en", iso3], skip_bad=True)
+    return [(r[iso3], r["en"]) for r in rows if r[flags[0]] != "1" and r[flags[1]] != "1"]
+
+
+def _flores(root: Path, lang: str) -> list[tuple[str, str]]:
+    out: list[tuple[str, str]] = []
+    for split in ("dev", "devtest", "test"):
+        path = root / "flores_v1" / f"{lang}-en.{split}.tsv"
+        if path.is_file():
+            out += _pairs(path, lang, "en")
+    return out
+
+
+def _multi30k(root: Path, lang: str) -> list[tuple[str, str]]:
+    path = root / "multi30k" / "train.tsv"
+    return _pairs(path, lang, "en") if lang in ("de", "fr", "cs") and path.is_file() else []
+
+
+def _tico19(root: Path, lang: str) -> list[tuple[str, str]]:
+    path = root / "tico19_test" / f"en-{lang}.tsv"
+    return _pairs(path, lang, "en") if path.is_file() else []
+
+
+def _pairs(path: Path, src_col: str, tgt_col: str) -> list[tuple[str, str]]:
+    rows, _ = read_tsv(path, [src_col, tgt_col], skip_bad=True)
+    return [(r[src_col], r[tgt_col]) for r in rows]
+
+
+SOURCES = {
+    "wmt_newstest": _wmt,
+    "tatoeba_challenge": _tatoeba_challenge,
+    "flores_v1": _flores,
+    "multi30k": _multi30k,
+    "tico19": _tico19,
+}
+
+
+def evaluation_texts(eval_set: str, data_dir: Path) -> set[str]:
+    """Every sentence (normalised) of one evaluation set, for overlap removal."""
+    texts: list[str] = []
+    if eval_set == "tatoeba":
+        for path in sorted((data_dir / "tatoeba").glob("tatoeba.*-eng.*")):
+            texts += read_lines(path)
+    elif eval_set == "sts17":
+        for path in sorted((data_dir / "sts17").glob("*.tsv")):
+            rows, _ = read_tsv(path, ["sentence1", "sentence2"], skip_bad=True)
+            texts += [r[c] for r in rows for c in ("sentence1", "sentence2")]
+    elif eval_set == "wmt20-qe":
+        for split in ("test", "test21"):
+            for path in sorted((data_dir / "wmt20_mlqe" / split).glob("*.tsv")):
+                rows, _ = read_tsv(path, ["original", "translation"], skip_bad=True)
+                texts += [r[c] for r in rows for c in ("original", "translation")]
+    elif eval_set == "bucc2018":
+        for path in sorted((data_dir / "bucc2018").glob("*/*.sample.??")):
+            texts += [line.split("\t", 1)[-1] for line in read_lines(path)]
+    else:
+        raise ConfigError(f"unknown evaluation set {eval_set!r}; expected one of {EVAL_SETS}")
+    return {_norm(t) for t in texts}
+
+
+@dataclass
+class LanguageReport:
+    language: str
+    per_source: dict[str, int] = field(default_factory=dict)
+    removed_overlap: dict[str, int] = field(default_factory=dict)
+    removed_duplicates: int = 0
+    available: int = 0
+    used: int = 0
+
+
+@dataclass
+class TrainingSet:
+    pairs: ParallelPairs
+    languages: list[LanguageReport]
+    eval_sets: list[str]
+    seed: int
+
+    def report(self) -> dict:
+        return {"eval_sets": self.eval_sets, "seed": self.seed, "total_pairs": len(self.pairs),
+                "languages": [asdict(r) for r in self.languages]}
+
+    def summary(self) -> str:
+        removed = sum(sum(r.removed_overlap.values()) for r in self.languages)
+        return (f"{len(self.pairs)} pairs in {len(self.languages)} languages (x-en); removed "
+                f"{removed} pairs overlapping {', '.join(self.eval_sets) or 'nothing'}")
+
+
+def build_training_set(
+    languages: Sequence[str],
+    pairs_per_language: int | None = 2000,
+    *,
+    eval_sets: Sequence[str] = ("tatoeba", "sts17", "wmt20-qe"),
+    data_dir: str | Path | None = None,
+    seed: int = 0,
+    sources: Sequence[str] | None = None,
+) -> TrainingSet:
+    """Pairs ``(x, en)`` for each language in ``languages``; see the module docstring."""
+    root = resolve_data_dir(data_dir)
+    parallel = root / "parallel"
+    if not parallel.is_dir():
+        raise ConfigError(f"{parallel} does not exist; --data-dir must hold a parallel/ folder")
+    sources = list(sources or SOURCES)
+    unknown = [s for s in sources if s not in SOURCES]
+    if unknown:
+        raise ConfigError(f"unknown training source(s) {unknown}; known: {list(SOURCES)}")
+    blocked = {name: evaluation_texts(name, root) for name in eval_sets}
+    parts, reports = [], []
+    for code in languages:
+        lang = normalize_language(code)
+        if lang == "en":
+            raise ConfigError("languages are paired with English; leave 'en' out of the list")
+        rep = LanguageReport(lang)
+        pool: list[tuple[str, str]] = []
+        for name in sources:
+            got = SOURCES[name](parallel, lang)
+            rep.per_source[name] = len(got)
+            pool += got
+        kept = []
+        for name, texts in blocked.items():
+            before = len(pool)
+            pool = [p for p in pool if _norm(p[0]) not in texts and _norm(p[1]) not in texts]
+            rep.removed_overlap[name] = before - len(pool)
+        seen: set[tuple[str, str]] = set()
+        for x, en in pool:
+            key = (_norm(x), _norm(en))
+            if key not in seen:
+                seen.add(key)
+                kept.append((x, en))
+        rep.removed_duplicates = len(pool) - len(kept)
+        rep.available = len(kept)
+        random.Random(f"{seed}-{lang}").shuffle(kept)
+        kept = kept[:pairs_per_language] if pairs_per_language else kept
+        rep.used = len(kept)
+        if not kept:
+            raise ConfigError(f"no training pairs found for {lang!r} in {parallel}; sources "
+                              f"tried: {sources}. Drop the language or add data.")
+        logger.info("training data %s-en: %d pairs used of %d available (overlap removed: %s)",
+                    lang, rep.used, rep.available, rep.removed_overlap)
+        n = len(kept)
+        parts.append(ParallelPairs([x for x, _ in kept], [e for _, e in kept], [lang] * n,
+                                   ["en"] * n))
+        reports.append(rep)
+    return TrainingSet(ParallelPairs.concat(parts), reports, list(eval_sets), seed)

@@ -1,0 +1,98 @@
+"""An encoder wrapped with the embedding store: encodes each distinct sentence once, ever."""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from ..cache import EmbeddingStore
+from ..progress import progress_bar
+from .base import Encoder, check_texts
+
+logger = logging.getLogger(__name__)
+
+CACHE_ENV_VAR = "DISEMBED_CACHE_DIR"
+
+
+def default_cache_dir() -> Path:
+    """``$DISEMBED_CACHE_DIR``, else ``$XDG_CACHE_HOME/disembed``, else ``~/.cache/disembed``."""
+    if os.environ.get(CACHE_ENV_VAR):
+        return Path(os.environ[CACHE_ENV_VAR])
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "disembed"
+
+
+@dataclass
+class EncodeStats:
+    """Counters over the lifetime of a :class:`CachedEncoder`."""
+
+    requested: int = 0
+    encoded: int = 0
+    encode_seconds: float = 0.0
+
+    @property
+    def sentences_per_second(self) -> float:
+        return self.encoded / self.encode_seconds if self.encode_seconds else float("nan")
+
+
+class CachedEncoder:
+    """Implements the encoder protocol over ``encoder`` + an :class:`EmbeddingStore`.
+
+    Missing sentences are encoded in chunks of ``chunk_size`` and each chunk is
+    stored before the next starts, so an interrupted job resumes where it stopped.
+
+    Args:
+        encoder: any encoder.
+        cache_dir: store root; ``None`` = :func:`default_cache_dir`.
+        dtype: storage dtype, ``float32`` or ``float16``. Returned arrays are always
+            float32 read back from the store, so a first and a repeated run agree exactly.
+        chunk_size: sentences per stored shard.
+    """
+
+    def __init__(self, encoder: Encoder, cache_dir: str | os.PathLike | None = None,
+                 dtype: str = "float32", chunk_size: int = 2048) -> None:
+        self.encoder = encoder
+        self.name, self.dim, self.identity = encoder.name, encoder.dim, encoder.identity
+        self.store = EmbeddingStore(cache_dir or default_cache_dir(), encoder.identity, dtype)
+        self.chunk_size = int(chunk_size)
+        self.stats = EncodeStats()
+
+    def encode(self, texts: Sequence[str], *, batch_size: int = 64) -> np.ndarray:
+        """``(n, dim) float32`` embeddings of ``texts``, encoding only uncached ones."""
+        texts = check_texts(texts, self.name)
+        self.stats.requested += len(texts)
+        todo = self.store.missing(texts)
+        if todo:
+            self._encode_missing(todo, batch_size)
+        return self.store.get(texts)
+
+    def _encode_missing(self, todo: list[str], batch_size: int) -> None:
+        logger.info("%s: encoding %d new sentences (%d cached)", self.name, len(todo),
+                    len(self.store))
+        with progress_bar(len(todo), f"encode {self.name}", unit="sent") as bar:
+            for start in range(0, len(todo), self.chunk_size):
+                chunk = todo[start : start + self.chunk_size]
+                t0 = time.perf_counter()
+                vectors = self.encoder.encode(chunk, batch_size=batch_size)
+                self.stats.encode_seconds += time.perf_counter() - t0
+                self.stats.encoded += len(chunk)
+                self.store.put(chunk, vectors)
+                bar.update(len(chunk))
+
+    def encode_to_file(self, texts: Sequence[str], path: str | os.PathLike,
+                       *, batch_size: int = 64, block: int = 65536) -> np.memmap:
+        """Write embeddings of ``texts`` into a ``.npy`` file block by block (bounded memory)."""
+        from numpy.lib.format import open_memmap
+
+        out = open_memmap(Path(path), mode="w+", dtype=np.float32, shape=(len(texts), self.dim))
+        for start in range(0, len(texts), block):
+            out[start : start + block] = self.encode(texts[start : start + block],
+                                                     batch_size=batch_size)
+        out.flush()
+        return out

@@ -65,6 +65,24 @@ def _weights_revision(model: str) -> str:
     return "local:" + h.hexdigest()[:16]
 
 
+def _st_modules():
+    """Transformer, Pooling, Normalize across sentence-transformers 3.x-6.x layouts."""
+    try:
+        from sentence_transformers.sentence_transformer.modules import (
+            Normalize, Pooling, Transformer)
+    except ImportError:
+        from sentence_transformers.models import Normalize, Pooling, Transformer
+    return Transformer, Pooling, Normalize
+
+
+def _call_first(obj, *names):
+    for name in names:
+        method = getattr(obj, name, None)
+        if method is not None:
+            return method()
+    raise AttributeError(f"{type(obj).__name__} has none of {names}")
+
+
 class SentenceTransformerEncoder:
     """Wraps ``sentence_transformers.SentenceTransformer`` behind the encoder protocol.
 
@@ -103,15 +121,17 @@ class SentenceTransformerEncoder:
             pooling = self._saved_pooling()
         else:
             pooling = pooling or "mean"
-            transformer = st.models.Transformer(model, max_seq_length=max_length)
-            pool = st.models.Pooling(
-                transformer.get_word_embedding_dimension(), pooling_mode=pooling
-            )
-            modules = [transformer, pool] + ([st.models.Normalize()] if normalize else [])
+            Transformer, Pooling, Normalize = _st_modules()
+            transformer = Transformer(model, max_seq_length=max_length)
+            width = _call_first(transformer, "get_embedding_dimension",
+                                "get_word_embedding_dimension")
+            pool = Pooling(width, pooling_mode=pooling)
+            modules = [transformer, pool] + ([Normalize()] if normalize else [])
             self._model = st.SentenceTransformer(modules=modules, device=device)
         if max_length is not None:
             self._model.max_seq_length = int(max_length)
-        self.dim = int(self._model.get_sentence_embedding_dimension())
+        self.dim = int(_call_first(self._model, "get_embedding_dimension",
+                                   "get_sentence_embedding_dimension"))
         self.pooling = pooling
         self.name = f"st:{model}"
         self.identity = EncoderIdentity(

@@ -1,0 +1,137 @@
+"""Shared plumbing of the trained recipes: a head, the trainer, save/load of the head.
+
+A subclass says which head it trains (:meth:`build_head`) and which constraint
+terms with which weights form its loss (:meth:`term_weights`); everything else
+(seeding, language ids, negatives, early stopping, checkpoints, strict loading)
+lives here once.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+import torch
+
+from ..exceptions import CheckpointError
+from ..training import Batch, TrainConfig, train
+from .base import Disentangler, Languages, as_language_array
+from .constraints import BatchViews, check_weights, weighted_loss
+
+logger = logging.getLogger(__name__)
+
+
+class NeuralDisentangler(Disentangler):
+    """Base of recipes trained with the constraint library (SEED, intra/inter, ...)."""
+
+    def __init__(self, lr: float = 1e-4, batch_size: int = 512, max_epochs: int = 100,
+                 patience: int = 5, val_fraction: float = 0.1, seed: int = 0,
+                 negatives: str = "paper") -> None:
+        self.lr, self.batch_size, self.max_epochs = lr, batch_size, max_epochs
+        self.patience, self.val_fraction, self.seed, self.negatives = (
+            patience, val_fraction, seed, negatives)
+
+    # --- what a recipe defines ---------------------------------------------
+    def build_head(self, dim: int) -> torch.nn.Module:
+        raise NotImplementedError
+
+    def term_weights(self) -> Mapping[str, float]:
+        raise NotImplementedError
+
+    # --- training ------------------------------------------------------------
+    @property
+    def train_config(self) -> TrainConfig:
+        return TrainConfig(lr=self.lr, batch_size=self.batch_size, max_epochs=self.max_epochs,
+                           patience=self.patience, val_fraction=self.val_fraction,
+                           seed=self.seed, negatives=self.negatives)  # type: ignore[arg-type]
+
+    def _new_head(self, dim: int) -> torch.nn.Module:
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(self.seed)
+            return self.build_head(dim)
+
+    def loss(self, head: torch.nn.Module, batch: Batch) -> tuple[torch.Tensor, dict]:
+        """Weighted sum of this recipe's constraint terms on one batch."""
+        s_M, s_L = head(batch.s)
+        t_M, t_L = head(batch.t)
+        views = BatchViews(
+            s=batch.s, t=batch.t, s_M=s_M, s_L=s_L, t_M=t_M, t_L=t_L,
+            sn=batch.s[batch.s_neg], sn_M=s_M[batch.s_neg], sn_L=s_L[batch.s_neg],
+            tn=batch.t[batch.t_neg], tn_M=t_M[batch.t_neg], tn_L=t_L[batch.t_neg],
+            neg_s=batch.s_valid, neg_t=batch.t_valid,
+        )
+        return weighted_loss(views, self._weights)
+
+    def fit(self, src: np.ndarray, tgt: np.ndarray, src_lang: Languages, tgt_lang: Languages,
+            *, checkpoint_dir: str | Path | None = None) -> "NeuralDisentangler":
+        src, tgt = np.asarray(src, np.float32), np.asarray(tgt, np.float32)
+        if src.shape != tgt.shape or src.ndim != 2:
+            from ..exceptions import ShapeError
+
+            raise ShapeError(f"src and tgt must be (n, d) arrays of equal shape; got {src.shape} "
+                             f"and {tgt.shape}")
+        s_lang = as_language_array(src_lang, len(src))
+        t_lang = as_language_array(tgt_lang, len(tgt))
+        self.languages_ = sorted(set(s_lang.tolist()) | set(t_lang.tolist()))
+        lang_id = {lang: i for i, lang in enumerate(self.languages_)}
+        s_ids = np.array([lang_id[x] for x in s_lang], dtype=np.int64)
+        t_ids = np.array([lang_id[x] for x in t_lang], dtype=np.int64)
+        self._weights = check_weights(self.term_weights())
+        config = self.train_config
+        torch.manual_seed(self.seed)
+        self.head_ = self._new_head(src.shape[1])
+        self.history_ = train(
+            self.head_, lambda b: self.loss(self.head_, b), src, tgt, s_ids, t_ids, config,
+            checkpoint_dir=checkpoint_dir,
+            fingerprint_extra={"method": self.method, "params": self.get_params()})
+        self.dim_ = int(src.shape[1])
+        return self
+
+    # --- inference -----------------------------------------------------------
+    @torch.no_grad()
+    def _parts(self, X: np.ndarray, block: int = 65536) -> tuple[np.ndarray, np.ndarray]:
+        X = self._check(X)
+        m_out = np.empty_like(X)
+        l_out = np.empty_like(X)
+        for start in range(0, len(X), block):
+            m, l = self.head_(torch.from_numpy(X[start : start + block]))
+            m_out[start : start + block], l_out[start : start + block] = m.numpy(), l.numpy()
+        return m_out, l_out
+
+    def meaning(self, X: np.ndarray, languages: Languages) -> np.ndarray:
+        return self._parts(X)[0]
+
+    def language(self, X: np.ndarray, languages: Languages) -> np.ndarray:
+        return self._parts(X)[1]
+
+    def views(self, X: np.ndarray, language: str) -> dict[str, np.ndarray]:
+        m, l = self._parts(X)
+        return {"meaning": m, "language": l}
+
+    # --- persistence ---------------------------------------------------------
+    def _state(self) -> dict[str, np.ndarray]:
+        return {k: v.detach().numpy() for k, v in self.head_.state_dict().items()}
+
+    def _extra_config(self) -> dict[str, Any]:
+        hist = getattr(self, "history_", None)
+        summary = None
+        if hist is not None:
+            summary = {"best_epoch": hist.best_epoch, "epochs": len(hist.epochs),
+                       "stopped_early": hist.stopped_early, "train_pairs": hist.train_pairs,
+                       "val_pairs": hist.val_pairs,
+                       "best_val_loss": min((e["val_loss"] for e in hist.epochs), default=None)}
+        return {"languages": self.languages_, "training": summary}
+
+    def _set_state(self, state: dict[str, np.ndarray], extra: dict[str, Any]) -> None:
+        head = self.build_head(self.dim_)
+        try:
+            head.load_state_dict({k: torch.from_numpy(v.copy()) for k, v in state.items()},
+                                 strict=True)
+        except RuntimeError as exc:
+            raise CheckpointError(f"saved weights do not fit a {self.method} head of dimension "
+                                  f"{self.dim_}: {exc}") from None
+        head.eval()
+        self.head_ = head
+        self.languages_ = list(extra.get("languages", []))

@@ -1,0 +1,44 @@
+"""Where a result came from: package version, git commit, machine, time."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import platform
+import subprocess
+from pathlib import Path
+
+
+def git_commit(path: str | os.PathLike | None = None) -> str | None:
+    """The commit of the checkout holding this package (``+dirty`` if modified), or None."""
+    where = Path(path) if path else Path(__file__).resolve().parent
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=where, capture_output=True,
+                                text=True, timeout=5, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+                               cwd=where, capture_output=True, text=True, timeout=5).stdout
+        return commit + ("+dirty" if dirty.strip() else "")
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def environment() -> dict:
+    """Package version, git commit, Python/torch versions, CPU count and a UTC timestamp."""
+    from . import __version__
+
+    try:
+        import torch
+
+        torch_version, threads = torch.__version__, torch.get_num_threads()
+    except ImportError:  # pragma: no cover - torch is a core dependency
+        torch_version, threads = None, None
+    return {
+        "disembed_version": __version__,
+        "git_commit": git_commit(),
+        "python": platform.python_version(),
+        "torch": torch_version,
+        "torch_threads": threads,
+        "cpu_count": os.cpu_count(),
+        "machine": platform.machine(),
+        "created_utc": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+    }

@@ -1,0 +1,64 @@
+import pytest
+
+from disembed.data.io import read_aligned, read_tsv
+from disembed.data.languages import normalize_language, to_iso3
+from disembed.data.parallel import read_parallel_files, read_parallel_tsv
+from disembed.exceptions import ConfigError, DataError
+
+
+def _write(path, text, encoding="utf-8"):
+    path.write_bytes(text.encode(encoding) if isinstance(text, str) else text)
+    return path
+
+
+def test_tsv_reads_named_columns_with_quotes(tmp_path):
+    p = _write(tmp_path / "p.tsv", 'en\tde\textra\n"Hi," he said\t"Hallo"\tx\n')
+    pairs = read_parallel_tsv(p, "de", "en")
+    assert pairs.src == ['"Hallo"'] and pairs.tgt == ['"Hi," he said']
+    assert pairs.src_lang == ["de"] and pairs.tgt_lang == ["en"]
+
+
+def test_ragged_row_names_file_and_line(tmp_path):
+    p = _write(tmp_path / "p.tsv", "en\tde\na\tb\nc\n")
+    with pytest.raises(DataError, match=r"p.tsv:3: has 1 fields, the header has 2"):
+        read_tsv(p, ["en", "de"])
+    rows, report = read_tsv(p, ["en", "de"], skip_bad=True)
+    assert len(rows) == 1 and report.skipped == 1
+
+
+def test_empty_sentence_and_missing_column(tmp_path):
+    p = _write(tmp_path / "p.tsv", "en\tde\na\t  \n")
+    with pytest.raises(DataError, match=r"p.tsv:2: empty sentence in column\(s\) \['de'\]"):
+        read_tsv(p, ["en", "de"])
+    with pytest.raises(DataError, match="header has no column"):
+        read_tsv(p, ["en", "fr"])
+
+
+def test_undecodable_bytes_name_the_line(tmp_path):
+    p = _write(tmp_path / "p.tsv", b"en\tde\nok\tgut\nbad\t\xff\xfe\n")
+    with pytest.raises(DataError, match=r"p.tsv:3: bytes .* are not valid UTF-8"):
+        read_tsv(p, ["en", "de"])
+
+
+def test_aligned_files_must_have_equal_lengths(tmp_path):
+    a = _write(tmp_path / "a.de", "eins\nzwei\n")
+    b = _write(tmp_path / "b.en", "one\n")
+    with pytest.raises(DataError, match="has 2 lines but .* has 1"):
+        read_aligned(a, b)
+    b = _write(tmp_path / "b.en", "one\n\n")
+    with pytest.raises(DataError, match=r"b.en:2: empty sentence"):
+        read_parallel_files(a, b, "deu", "eng")
+    pairs = read_parallel_files(a, b, "deu", "eng", skip_bad=True)
+    assert len(pairs) == 1 and pairs.reports[0].skipped == 1 and pairs.src_lang == ["de"]
+
+
+@pytest.mark.parametrize("code,canonical", [("de", "de"), ("deu", "de"), ("zho_Hans", "zh"),
+                                            ("cmn", "zh"), ("swh", "sw"), ("yue", "yue")])
+def test_language_codes_normalise(code, canonical):
+    assert normalize_language(code) == canonical
+
+
+def test_unknown_language_lists_known_codes():
+    with pytest.raises(ConfigError, match="Unknown language code 'qqq'.*Known codes: af"):
+        normalize_language("qqq")
+    assert to_iso3("zh") == "cmn"

@@ -1,0 +1,66 @@
+"""The sentence-transformers backend on a tiny random model saved to a temp dir."""
+
+import numpy as np
+import pytest
+
+pytest.importorskip("sentence_transformers")
+
+
+@pytest.fixture(scope="module")
+def tiny_model_dir(tmp_path_factory):
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import BertConfig, BertModel, PreTrainedTokenizerFast
+
+    folder = tmp_path_factory.mktemp("tiny-bert")
+    vocab = {w: i for i, w in enumerate(
+        ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hello", "world", "guten", "tag", "a", "b"])}
+    tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]",
+                                   cls_token="[CLS]", sep_token="[SEP]", mask_token="[MASK]")
+    config = BertConfig(vocab_size=len(vocab), hidden_size=16, num_hidden_layers=1,
+                        num_attention_heads=2, intermediate_size=32, max_position_embeddings=64)
+    import torch
+
+    torch.manual_seed(0)
+    BertModel(config).save_pretrained(folder)
+    fast.save_pretrained(folder)
+    return folder
+
+
+def test_loads_local_folder_with_pooling_options(tiny_model_dir):
+    from disembed import load_encoder
+
+    mean = load_encoder(f"st:{tiny_model_dir}", pooling="mean")
+    cls = load_encoder(f"st:{tiny_model_dir}", pooling="cls")
+    a, b = mean.encode(["hello world", "guten tag"]), cls.encode(["hello world", "guten tag"])
+    assert a.shape == (2, 16) and a.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(a, axis=1), 1, atol=1e-5)
+    assert not np.allclose(a, b)
+    assert mean.identity.key != cls.identity.key
+    assert mean.identity.revision.startswith("local:")
+
+
+def test_prefix_changes_embedding_and_identity(tiny_model_dir):
+    from disembed import load_encoder
+
+    plain = load_encoder(f"st:{tiny_model_dir}", pooling="mean")
+    prefixed = load_encoder(f"st:{tiny_model_dir}", pooling="mean", prefix="a b ")
+    assert plain.identity.key != prefixed.identity.key
+    assert not np.allclose(plain.encode(["hello"]), prefixed.encode(["hello"]))
+
+
+def test_family_defaults():
+    from disembed.encoders.st_encoder import family_defaults
+
+    assert family_defaults("sentence-transformers/LaBSE")["pooling"] == "cls"
+    assert family_defaults("intfloat/multilingual-e5-base")["prefix"] == "passage: "
+    assert family_defaults("Qwen/Qwen3-Embedding-0.6B")["pooling"] == "lasttoken"
+
+
+def test_bad_pooling_is_rejected(tiny_model_dir):
+    from disembed import load_encoder
+    from disembed.exceptions import ConfigError
+
+    with pytest.raises(ConfigError, match="pooling must be one of"):
+        load_encoder(f"st:{tiny_model_dir}", pooling="median")

@@ -1,4 +1,10 @@
-"""disembed: split multilingual sentence embeddings into meaning and language."""
+"""disembed: split multilingual sentence embeddings into meaning and language, and use the meaning.
+
+The public API::
+
+    from disembed import (load_encoder, cached, build_training_set, fit_method, evaluate,
+                          make_method, load_disentangler, run_bench, BenchConfig)
+"""
 
 from __future__ import annotations
 
@@ -8,6 +14,19 @@ __version__ = "0.1.0"
 
 logging.getLogger("disembed").addHandler(logging.NullHandler())
 
+from .bench import BenchConfig, BenchResult, run_bench  # noqa: E402
+from .data.parallel import ParallelPairs, read_parallel_files, read_parallel_tsv  # noqa: E402
+from .data.training_set import build_training_set  # noqa: E402
 from .encoders import DEFAULT_ENCODER, Encoder, EncoderIdentity, load_encoder  # noqa: E402
+from .methods import METHODS, Disentangler, load_disentangler, make_method  # noqa: E402
+from .pipeline import cached, embed_pairs, evaluate, fit_method  # noqa: E402
+from .results import RunResult  # noqa: E402
+from .training import TrainConfig  # noqa: E402
 
-__all__ = ["__version__", "DEFAULT_ENCODER", "Encoder", "EncoderIdentity", "load_encoder"]
+__all__ = [
+    "__version__", "BenchConfig", "BenchResult", "DEFAULT_ENCODER", "Disentangler", "Encoder",
+    "EncoderIdentity", "METHODS", "ParallelPairs", "RunResult", "TrainConfig",
+    "build_training_set", "cached", "embed_pairs", "evaluate", "fit_method",
+    "load_disentangler", "load_encoder", "make_method", "read_parallel_files",
+    "read_parallel_tsv", "run_bench",
+]

@@ -150,10 +150,10 @@ def build_training_set(
     unknown = [s for s in sources if s not in SOURCES]
     if unknown:
         raise ConfigError(f"unknown training source(s) {unknown}; known: {list(SOURCES)}")
+    wanted = [normalize_language(code) for code in languages]  # all codes checked up front
     blocked = {name: evaluation_texts(name, root) for name in eval_sets}
     parts, reports = [], []
-    for code in languages:
-        lang = normalize_language(code)
+    for lang in wanted:
         if lang == "en":
             raise ConfigError("languages are paired with English; leave 'en' out of the list")
         rep = LanguageReport(lang)

@@ -34,7 +34,8 @@ class EncodeStats:
 
     requested: int = 0
     encoded: int = 0
-    encode_seconds: float = 0.0
+    encode_seconds: float = 0.0  # time inside the wrapped encoder
+    lookup_seconds: float = 0.0  # time spent finding and reading cached rows
 
     @property
     def sentences_per_second(self) -> float:
@@ -65,12 +66,16 @@ class CachedEncoder:
 
     def encode(self, texts: Sequence[str], *, batch_size: int = 64) -> np.ndarray:
         """``(n, dim) float32`` embeddings of ``texts``, encoding only uncached ones."""
+        t0 = time.perf_counter()
         texts = check_texts(texts, self.name)
         self.stats.requested += len(texts)
         todo = self.store.missing(texts)
+        spent = self.stats.encode_seconds
         if todo:
             self._encode_missing(todo, batch_size)
-        return self.store.get(texts)
+        out = self.store.get(texts)
+        self.stats.lookup_seconds += time.perf_counter() - t0 - (self.stats.encode_seconds - spent)
+        return out
 
     def _encode_missing(self, todo: list[str], batch_size: int) -> None:
         logger.info("%s: encoding %d new sentences (%d cached)", self.name, len(todo),

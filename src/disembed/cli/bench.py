@@ -1,0 +1,51 @@
+"""``disembed bench``: the main job. Build training data, train every method, evaluate all
+three tasks on meaning and language parts, and write ``results.md`` + ``bench.json``.
+
+Finished runs are reused and interrupted training resumes; ``--force`` redoes them
+(embeddings still come from the cache).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from ..bench import BenchConfig, DEFAULT_METHODS, DEFAULT_TRAIN_LANGUAGES, run_bench
+from .common import add_common, csv_list
+
+
+def add_parser(verbs) -> None:
+    p = verbs.add_parser("bench", help="train and evaluate every method (the main job)",
+                         description=__doc__)
+    p.add_argument("--encoders", type=csv_list, default=["e5-small"],
+                   help="comma-separated encoder specs (default: e5-small)")
+    p.add_argument("--methods", type=csv_list, default=list(DEFAULT_METHODS))
+    p.add_argument("--languages", type=csv_list, default=list(DEFAULT_TRAIN_LANGUAGES),
+                   help="training languages, each paired with English")
+    p.add_argument("--pairs-per-language", type=int, default=1000)
+    p.add_argument("--tasks", type=csv_list, default=["tatoeba", "sts17", "wmt20-qe"])
+    p.add_argument("--tatoeba-languages", default="tatoeba-14")
+    p.add_argument("--max-eval-items", type=int, default=None,
+                   help="seeded subsample per language/track/pair (default: all)")
+    p.add_argument("--max-epochs", type=int, default=None, help="for trained methods")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--no-floor", action="store_true", help="skip the hash-encoder floor row")
+    p.add_argument("--out", default="runs/bench", help="output directory")
+    p.add_argument("--force", action="store_true", help="redo finished runs")
+    add_common(p)
+    p.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    method_params = {}
+    if args.max_epochs is not None:
+        method_params = {m: {"max_epochs": args.max_epochs} for m in args.methods
+                         if m not in ("baseline", "mean-centering")}
+    config = BenchConfig(
+        encoders=args.encoders, methods=args.methods, languages=args.languages,
+        pairs_per_language=args.pairs_per_language, tasks=args.tasks,
+        tatoeba_languages=args.tatoeba_languages, max_eval_items=args.max_eval_items,
+        seed=args.seed, method_params=method_params, floor=not args.no_floor,
+        out_dir=args.out, data_dir=args.data_dir, cache_dir=args.cache_dir, force=args.force)
+    result = run_bench(config)
+    print(result.markdown)  # noqa: T201
+    return 0

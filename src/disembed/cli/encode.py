@@ -1,0 +1,47 @@
+"""``disembed encode``: embed a text file (one sentence per line) into a .npy matrix."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from pathlib import Path
+
+from ..cache import atomic_write_bytes
+
+from ..data.io import read_lines
+from ..exceptions import DataError
+from .common import add_common, add_encoder, encoder_from_args
+
+logger = logging.getLogger(__name__)
+
+
+def add_parser(verbs) -> None:
+    p = verbs.add_parser("encode", help="embed sentences (cached) into a .npy file",
+                         description=__doc__)
+    p.add_argument("input", help="UTF-8 text file, one sentence per line")
+    p.add_argument("--out", required=True,
+                   help="output .npy path (float32, one row per kept line); the kept sentences "
+                        "go to the same path with .txt, usable as --encoder npy:OUT")
+    p.add_argument("--skip-bad-lines", action="store_true",
+                   help="skip empty lines (counted) instead of stopping at the first one")
+    add_encoder(p)
+    add_common(p)
+    p.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    lines = read_lines(args.input)
+    empty = [i + 1 for i, line in enumerate(lines) if not line.strip()]
+    if empty and not args.skip_bad_lines:
+        raise DataError(f"{args.input}:{empty[0]}: empty line ({len(empty)} in all); remove "
+                        "them or pass --skip-bad-lines")
+    texts = [line for line in lines if line.strip()]
+    encoder = encoder_from_args(args)
+    encoder.encode_to_file(texts, args.out, batch_size=args.batch_size)
+    texts_path = Path(args.out).with_suffix(".txt")
+    atomic_write_bytes(texts_path, ["".join(t + "\n" for t in texts).encode("utf-8")])
+    s = encoder.stats
+    print(f"{len(texts)} sentences -> {args.out} ({encoder.dim}-d, {encoder.name}); "  # noqa: T201
+          f"encoded {s.encoded}, {len(texts) - s.encoded} from cache"
+          + (f"; skipped {len(empty)} empty lines" if empty else ""))
+    return 0

@@ -1,0 +1,85 @@
+"""The markdown report of a ``disembed bench`` run."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .tables import render_detail, render_summary
+
+if TYPE_CHECKING:
+    from ..bench import BenchResult
+
+
+def _label(run) -> str:
+    spec = run.config.get("encoder_spec") or run.encoder.get("backend")
+    return f"{spec} / {run.method}"
+
+
+def _training_table(runs) -> str:
+    data = next((r.training.get("data") for r in runs if r.training.get("data")), None)
+    if not data:
+        return ""
+    lines = ["| language | pairs used | available after filtering | removed (overlap with eval) "
+             "| removed (duplicates) |", "|---|---:|---:|---|---:|"]
+    for rep in data["languages"]:
+        removed = ", ".join(f"{k} {v}" for k, v in rep["removed_overlap"].items() if v) or "0"
+        lines.append(f"| {rep['language']}-en | {rep['used']} | {rep['available']} | {removed} | "
+                     f"{rep['removed_duplicates']} |")
+    lines.append(f"| **total** | **{data['total_pairs']}** | | | |")
+    return "\n".join(lines)
+
+
+def _timing_table(result: "BenchResult") -> str:
+    lines = ["| run | fit (s) | evaluate (s) | encoding (s) | epochs | train pairs/s |",
+             "|---|---:|---:|---:|---:|---:|"]
+    for run in result.runs:
+        t = run.timings
+        hist = (run.training or {}).get("history") or {}
+        epochs = len(hist.get("epochs", [])) or ""
+        rate = ""
+        if hist.get("epochs"):
+            done = sum(e["train_pairs"] for e in hist["epochs"])
+            spent = sum(e["train_seconds"] for e in hist["epochs"])
+            rate = f"{done / spent:,.0f}" if spent else ""
+        lines.append(f"| {_label(run)} | {t.get('fit_seconds', 0):.1f} | "
+                     f"{t.get('evaluate_seconds', 0):.1f} | {t.get('encode_seconds', 0):.1f} | "
+                     f"{epochs} | {rate} |")
+    tt = result.timings
+    lines.append(f"\nTotal {tt['total_seconds']:.0f} s, of which {tt['encode_seconds']:.0f} s "
+                 f"({100 * tt['encode_fraction']:.1f}%) in encoding and cache reads; "
+                 f"{tt['sentences_encoded']} sentences newly encoded.")
+    return "\n".join(lines)
+
+
+def render_bench(result: "BenchResult") -> str:
+    cfg, env = result.config, result.environment
+    labelled = [(_label(r), r.task_scores()) for r in result.runs]
+    parts = [
+        "# disembed bench",
+        "",
+        f"Encoders: {', '.join(cfg['encoders'])}; methods: {', '.join(cfg['methods'])}; "
+        f"tasks: {', '.join(cfg['tasks'])} (Tatoeba languages: {cfg['tatoeba_languages']}, "
+        f"max items per subset: {cfg['max_eval_items'] or 'all'}); seed {cfg['seed']}.",
+        f"disembed {env.get('disembed_version')} at {env.get('git_commit')}, torch "
+        f"{env.get('torch')}, {env.get('cpu_count')} CPUs, {env.get('created_utc')}.",
+        "",
+        "Scores x100. **meaning**: higher is better. **language**: the language part on the "
+        "same task; lower means less meaning leaked into it. The hash row is a random "
+        "encoder: chance level.",
+        "",
+        "## Summary",
+        "",
+        render_summary(labelled),
+        "",
+        "## Training data",
+        "",
+        _training_table(result.runs),
+        "",
+        "## Time",
+        "",
+        _timing_table(result),
+    ]
+    for i, first in enumerate(labelled[0][1] if labelled else []):
+        per_task = [(label, scores[i]) for label, scores in labelled if i < len(scores)]
+        parts += ["", f"## {first.task}", "", render_detail(per_task)]
+    return "\n".join(parts) + "\n"

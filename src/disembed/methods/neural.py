@@ -18,7 +18,7 @@ import torch
 from ..exceptions import CheckpointError
 from ..training import Batch, TrainConfig, train
 from .base import Disentangler, Languages, as_language_array
-from .constraints import BatchViews, check_weights, weighted_loss
+from .constraints import BatchViews, check_weights, pick, weighted_loss
 
 logger = logging.getLogger(__name__)
 
@@ -54,13 +54,15 @@ class NeuralDisentangler(Disentangler):
 
     def loss(self, head: torch.nn.Module, batch: Batch) -> tuple[torch.Tensor, dict]:
         """Weighted sum of this recipe's constraint terms on one batch."""
-        s_M, s_L = head(batch.s)
-        t_M, t_L = head(batch.t)
+        n = len(batch.s)
+        M, L = head(torch.cat([batch.s, batch.t]))  # one pass over (2B, d)
+        s_M, t_M, s_L, t_L = M[:n], M[n:], L[:n], L[n:]
         views = BatchViews(
             s=batch.s, t=batch.t, s_M=s_M, s_L=s_L, t_M=t_M, t_L=t_L,
-            sn=batch.s[batch.s_neg], sn_M=s_M[batch.s_neg], sn_L=s_L[batch.s_neg],
-            tn=batch.t[batch.t_neg], tn_M=t_M[batch.t_neg], tn_L=t_L[batch.t_neg],
-            neg_s=batch.s_valid, neg_t=batch.t_valid,
+            sn=pick(batch.s, batch.s_neg), sn_M=pick(s_M, batch.s_neg),
+            sn_L=pick(s_L, batch.s_neg), tn=pick(batch.t, batch.t_neg),
+            tn_M=pick(t_M, batch.t_neg), tn_L=pick(t_L, batch.t_neg),
+            neg_s=batch.s_valid, neg_t=batch.t_valid, s_neg=batch.s_neg, t_neg=batch.t_neg,
         )
         return weighted_loss(views, self._weights)
 

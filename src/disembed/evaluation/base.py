@@ -133,7 +133,7 @@ class Task(ABC):
         return subset.take(idx)
 
     def evaluate(self, embed: Embed, views: Views | None = None) -> TaskScores:
-        """Score every view ``views`` returns on every subset; ``views=None`` = :func:`raw_views`."""
+        """Score every view ``views`` returns, on every subset (``views=None``: raw embedding)."""
         views = views or raw_views
         start = time.perf_counter()
         rows: list[ScoreRow] = []

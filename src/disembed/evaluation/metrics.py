@@ -131,7 +131,9 @@ def _check_pair(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     x = np.asarray(x, dtype=np.float64).ravel()
     y = np.asarray(y, dtype=np.float64).ravel()
     if x.shape != y.shape:
-        raise ShapeError(f"correlation needs two (n,) arrays of equal length; got {x.size} and {y.size}")
+        raise ShapeError(
+            f"correlation needs two (n,) arrays of equal length; got {x.size} and {y.size}"
+        )
     return x, y
 
 

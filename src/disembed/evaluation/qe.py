@@ -45,7 +45,9 @@ class WMT20QETask(Task):
                  data_dir: str | None = None) -> None:
         super().__init__(max_items=max_items, seed=seed, data_dir=data_dir)
         if split not in QE_SPLITS:
-            raise ConfigError(f"WMT QE split={split!r} is unknown; use one of {', '.join(QE_SPLITS)}")
+            raise ConfigError(
+                f"WMT QE split={split!r} is unknown; use one of {', '.join(QE_SPLITS)}"
+            )
         if isinstance(pairs, str):
             raise ConfigError(f"pairs must be a list of language pairs, got the string {pairs!r}; "
                               f"write pairs=[{pairs!r}]")

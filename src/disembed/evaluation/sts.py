@@ -77,8 +77,9 @@ class STS17Task(Task):
         available = available_sts17_tracks(self.data_dir)
         missing = [t for t in self.tracks if t not in available]
         if missing:
+            where = self.data_dir or "the data directory"
             raise ConfigError(f"STS17 track file(s) missing for {missing} under "
-                              f"{self.data_dir or 'the data directory'}/sts17; present: {available}")
+                              f"{where}/sts17; present: {available}")
         out = []
         for track in self.tracks:
             d = load_sts17(track, self.data_dir)

@@ -73,9 +73,10 @@ class TatoebaTask(Task):
         available = available_tatoeba_languages(self.data_dir)
         if self.languages == "all":
             return available
-        wanted = list(LANGUAGE_SETS.get(self.languages, self.languages))  # type: ignore[arg-type]
+        preset = isinstance(self.languages, str)
+        wanted = list(LANGUAGE_SETS[self.languages] if preset else self.languages)
         missing = [x for x in wanted if x not in available]
-        if missing and not isinstance(self.languages, str):
+        if missing and not preset:
             raise ConfigError(
                 f"Tatoeba has no test set for {missing}; available: {', '.join(available)}"
             )

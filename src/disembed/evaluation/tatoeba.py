@@ -1,0 +1,113 @@
+"""Tatoeba bitext retrieval (LASER / XTREME v1): find each sentence's translation by cosine.
+
+For language xx with n pairs, ``acc_xx2en`` is the share of xx sentences whose nearest
+English sentence (cosine, among the n) is their translation, ``acc_en2xx`` the reverse,
+``acc_mean`` their mean. Chance is 1/n. A meaning view should score high, a language
+view near chance. Averages: ``avg:tatoeba-14`` (XNLI languages; the main score, on
+``acc_mean``), ``avg:tatoeba-36`` (XTREME), each over the languages evaluated, and
+``avg:all`` over the evaluated languages the encoder supports. The ``n`` of an average
+row says how many languages it covers. References: Artetxe & Schwenk (2019); Hu et al.
+(2020), XTREME.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Collection, Sequence
+
+import numpy as np
+
+from ..data.languages import TATOEBA_14, TATOEBA_36, normalize_language
+from ..data.tatoeba import available_tatoeba_languages, load_tatoeba
+from ..exceptions import ConfigError
+from .base import PairedSubset, ScoreRow, Task, TaskMetadata
+from .metrics import retrieval_accuracy
+
+logger = logging.getLogger(__name__)
+
+LANGUAGE_SETS = {"tatoeba-14": TATOEBA_14, "tatoeba-36": TATOEBA_36}
+
+
+class TatoebaTask(Task):
+    """Tatoeba retrieval over a set of languages.
+
+    Args:
+        languages: ``"tatoeba-14"`` (default), ``"tatoeba-36"``, ``"all"`` (every language
+            in the data) or an explicit list of codes.
+        supported: languages the encoder was trained on, for ``avg:all``
+            (``None`` = every evaluated language).
+        max_items, seed, data_dir: see :class:`~disembed.evaluation.base.Task`.
+    """
+
+    metadata = TaskMetadata(
+        name="tatoeba",
+        description="Tatoeba xx<->en bitext retrieval accuracy by cosine nearest neighbour",
+        reference="Artetxe & Schwenk 2019 (LASER); Hu et al. 2020 (XTREME); "
+        "data: facebookresearch/LASER data/tatoeba/v1",
+        data_folder="tatoeba",
+        subset_kind="language",
+        metrics=("acc_xx2en", "acc_en2xx", "acc_mean"),
+        main_metric="acc_mean",
+        main_subset="avg:tatoeba-14",
+    )
+
+    def __init__(self, languages: str | Sequence[str] = "tatoeba-14", *,
+                 supported: Collection[str] | None = None, max_items: int | None = None,
+                 seed: int = 0, data_dir: str | None = None) -> None:
+        super().__init__(max_items=max_items, seed=seed, data_dir=data_dir)
+        if isinstance(languages, str) and languages not in (*LANGUAGE_SETS, "all"):
+            raise ConfigError(
+                f"Tatoeba languages={languages!r} is not a known set; use 'tatoeba-14', "
+                "'tatoeba-36', 'all' or a list of language codes such as ['de', 'zh']"
+            )
+        self.languages = languages if isinstance(languages, str) else [
+            normalize_language(x) for x in languages]
+        self.supported = None if supported is None else sorted(
+            {normalize_language(x) for x in supported})
+
+    def options(self) -> dict:
+        return {"languages": self.languages, "supported": self.supported}
+
+    def selected_languages(self) -> list[str]:
+        """The languages to evaluate, those missing from the data dropped with a warning."""
+        available = available_tatoeba_languages(self.data_dir)
+        if self.languages == "all":
+            return available
+        preset = isinstance(self.languages, str)
+        wanted = list(LANGUAGE_SETS[self.languages] if preset else self.languages)
+        missing = [x for x in wanted if x not in available]
+        if missing and not preset:
+            raise ConfigError(
+                f"Tatoeba has no test set for {missing}; available: {', '.join(available)}"
+            )
+        if missing:
+            logger.warning("Tatoeba: %s not in the data; %s averages over the other %d",
+                           missing, self.languages, len(wanted) - len(missing))
+        return [x for x in wanted if x in available]
+
+    def load_subsets(self) -> list[PairedSubset]:
+        out = []
+        for lang in self.selected_languages():
+            data = load_tatoeba(lang, self.data_dir)
+            out.append(PairedSubset(lang, lang, "en", data.source, data.english))
+        return out
+
+    def score_subset(self, subset: PairedSubset, a: np.ndarray, b: np.ndarray
+                     ) -> tuple[dict[str, float], dict[str, np.ndarray]]:
+        r = retrieval_accuracy(a, b)
+        values = {"acc_xx2en": r.acc_a2b, "acc_en2xx": r.acc_b2a, "acc_mean": r.acc_mean}
+        return values, {"acc_xx2en": r.correct_a2b, "acc_en2xx": r.correct_b2a}
+
+    def average_groups(self, subsets: list[str]) -> dict[str, list[str]]:
+        supported = set(subsets if self.supported is None else self.supported)
+        return {
+            "tatoeba-14": [x for x in TATOEBA_14 if x in subsets],
+            "tatoeba-36": [x for x in TATOEBA_36 if x in subsets],
+            "all": [x for x in subsets if x in supported],
+        }
+
+    def main_subset(self, averages: list[ScoreRow]) -> str:
+        """``avg:tatoeba-14``, or ``avg:all`` when no Tatoeba-14 language was evaluated."""
+        if any(r.subset == self.metadata.main_subset for r in averages) or not averages:
+            return self.metadata.main_subset
+        return "avg:all"

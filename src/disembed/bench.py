@@ -65,7 +65,10 @@ class BenchConfig:
 
     def task_options(self) -> dict[str, dict]:
         common = {"max_items": self.max_eval_items, "seed": self.seed}
-        return {"tatoeba": {**common, "languages": self.tatoeba_languages},
+        langs = self.tatoeba_languages
+        if "," in langs:  # an explicit list such as "de,zh"
+            langs = [x.strip() for x in langs.split(",") if x.strip()]
+        return {"tatoeba": {**common, "languages": langs},
                 "sts17": dict(common), "wmt20-qe": dict(common)}
 
     def run_fingerprint(self, method: str) -> str:

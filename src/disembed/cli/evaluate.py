@@ -38,7 +38,7 @@ def add_parser(verbs) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..reports.tables import render_detail, render_summary
+    from ..reports.tables import render_tables
 
     if args.model:
         model = load_disentangler(args.model)
@@ -68,9 +68,7 @@ def run(args: argparse.Namespace) -> int:
                "sts17": dict(common), "wmt20-qe": {**common, "split": args.qe_split}}
     scores = evaluate(model, encoder, args.tasks, task_options=options, data_dir=args.data_dir,
                       batch_size=args.batch_size)
-    print(render_summary([(label, scores)]))  # noqa: T201
-    for s in scores:
-        print("\n" + render_detail([(label, s)]))  # noqa: T201
+    print(render_tables([(label, s) for s in scores]))  # noqa: T201
     if args.out:
         RunResult(method=model.method, method_params=model.get_params(),
                   encoder=encoder.identity.to_dict(), seed=args.seed,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .tables import render_detail, render_summary
+from .tables import detail_table, summary_table
 
 if TYPE_CHECKING:
     from ..bench import BenchResult
@@ -53,7 +53,7 @@ def _timing_table(result: "BenchResult") -> str:
 
 def render_bench(result: "BenchResult") -> str:
     cfg, env = result.config, result.environment
-    labelled = [(_label(r), r.task_scores()) for r in result.runs]
+    flat = [(_label(r), s) for r in result.runs for s in r.task_scores()]
     parts = [
         "# disembed bench",
         "",
@@ -69,7 +69,7 @@ def render_bench(result: "BenchResult") -> str:
         "",
         "## Summary",
         "",
-        render_summary(labelled),
+        summary_table(flat),
         "",
         "## Training data",
         "",
@@ -79,7 +79,6 @@ def render_bench(result: "BenchResult") -> str:
         "",
         _timing_table(result),
     ]
-    for i, first in enumerate(labelled[0][1] if labelled else []):
-        per_task = [(label, scores[i]) for label, scores in labelled if i < len(scores)]
-        parts += ["", f"## {first.task}", "", render_detail(per_task)]
+    for task in dict.fromkeys(s.task for _, s in flat):
+        parts += ["", f"## {task}", "", detail_table(flat, task)]
     return "\n".join(parts) + "\n"

@@ -1,0 +1,100 @@
+"""Every CLI verb, end to end on the tiny data directory with the hash encoder."""
+
+import json
+
+import numpy as np
+import pytest
+
+from disembed.cli import main
+
+
+@pytest.fixture
+def env(full_data_dir, tmp_path, monkeypatch):
+    monkeypatch.setenv("DISEMBED_DATA_DIR", str(full_data_dir))
+    monkeypatch.setenv("DISEMBED_CACHE_DIR", str(tmp_path / "cache"))
+    return tmp_path
+
+
+def test_encode_writes_matrix_and_texts(env, capsys):
+    src = env / "in.txt"
+    src.write_text("hello\nworld\nhello\n", encoding="utf-8")
+    assert main(["encode", str(src), "--out", str(env / "e.npy"), "--encoder", "hash:8"]) == 0
+    matrix = np.load(env / "e.npy")
+    assert matrix.shape == (3, 8)
+    np.testing.assert_array_equal(matrix[0], matrix[2])
+    assert (env / "e.txt").read_text(encoding="utf-8").splitlines() == ["hello", "world", "hello"]
+    assert "encoded 2" in capsys.readouterr().out
+    # the output pair is itself a usable npy: encoder
+    assert main(["encode", str(src), "--out", str(env / "f.npy"),
+                 "--encoder", f"npy:{env / 'e.npy'}"]) == 0
+    np.testing.assert_array_equal(np.load(env / "f.npy"), matrix)
+
+
+def test_encode_rejects_empty_lines_unless_asked(env, capsys):
+    src = env / "in.txt"
+    src.write_text("a\n\nb\n", encoding="utf-8")
+    assert main(["encode", str(src), "--out", str(env / "e.npy"), "--encoder", "hash:8"]) == 2
+    assert "in.txt:2: empty line" in capsys.readouterr().err
+    assert main(["encode", str(src), "--out", str(env / "e.npy"), "--encoder", "hash:8",
+                 "--skip-bad-lines"]) == 0
+    assert "skipped 1 empty lines" in capsys.readouterr().out
+
+
+def test_train_then_evaluate_saved_model(env, capsys):
+    out = env / "model"
+    assert main(["train", "--method", "seed", "--encoder", "hash:16", "--languages", "de,zh",
+                 "--pairs-per-language", "40", "--max-epochs", "2", "--train-batch-size", "16",
+                 "--out", str(out)]) == 0
+    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert summary["method"] == "seed" and summary["pairs"] == 80 and summary["epochs"] == 2
+    assert (out / "config.json").is_file() and (out / "model.safetensors").is_file()
+    assert main(["evaluate", "--model", str(out), "--tasks", "sts17,wmt20-qe",
+                 "--out", str(env / "r.json")]) == 0
+    printed = capsys.readouterr().out
+    assert "sts17 meaning" in printed and "sts17 language" in printed
+    result = json.loads((env / "r.json").read_text())
+    assert result["method"] == "seed" and result["encoder"]["backend"] == "hash"
+    assert {s["task"] for s in result["scores"]} == {"sts17", "wmt20-qe"}
+    assert result["environment"]["disembed_version"]
+
+
+def test_train_from_own_tsv(env, capsys):
+    tsv = env / "pairs.tsv"
+    tsv.write_text("de\ten\n" + "".join(f"Satz {i}\tSentence {i}\n" for i in range(30)))
+    assert main(["train", "--method", "mean-centering", "--encoder", "hash:16", "--pairs",
+                 str(tsv), "--src-col", "de", "--tgt-col", "en", "--out", str(env / "mc")]) == 0
+    assert json.loads(capsys.readouterr().out)["pairs"] == 30
+
+
+def test_evaluate_baseline_and_errors(env, capsys):
+    assert main(["evaluate", "--encoder", "hash:16", "--tasks", "tatoeba",
+                 "--tatoeba-languages", "de,zh"]) == 0
+    assert "tatoeba meaning" in capsys.readouterr().out
+    assert main(["evaluate", "--method", "seed", "--encoder", "hash:16"]) == 2
+    assert "must be trained first" in capsys.readouterr().err
+    assert main(["evaluate", "--encoder", "hash:16", "--tasks", "stss17"]) == 2
+    assert "Did you mean 'sts17'" in capsys.readouterr().err
+
+
+def test_bench_runs_resumes_and_reports(env, capsys):
+    args = ["bench", "--encoders", "hash:16", "--languages", "de,zh", "--pairs-per-language",
+            "40", "--max-epochs", "2", "--out", str(env / "bench"),
+            "--tatoeba-languages", "de,zh"]
+    assert main(args) == 0
+    report = (env / "bench" / "results.md").read_text()
+    for needle in ("hash:16 / baseline", "hash:16 / mean-centering", "hash:16 / seed",
+                   "(floor)", "## Training data", "de-en | 40", "## sts17"):
+        assert needle in report, needle
+    first = json.loads((env / "bench" / "bench.json").read_text())
+    assert first["timings"]["sentences_encoded"] > 0
+    assert main(args) == 0  # finished runs are reused, nothing is encoded again
+    second = json.loads((env / "bench" / "bench.json").read_text())
+    assert second["timings"]["sentences_encoded"] == 0
+    seed_run = next(r for r in second["runs"] if r["method"] == "seed")
+    assert seed_run["timings"] == next(
+        r for r in first["runs"] if r["method"] == "seed")["timings"]
+
+
+def test_unknown_method_in_bench_suggests(env, capsys):
+    assert main(["bench", "--encoders", "hash:16", "--methods", "sed"]) == 2
+    assert "Did you mean 'seed'" in capsys.readouterr().err

@@ -125,6 +125,7 @@ def run_bench(config: BenchConfig) -> BenchResult:
         {"config": result.config, "timings": timings, "environment": result.environment,
          "runs": [r.to_dict() for r in runs]}, indent=2, default=str).encode()])
     atomic_write_bytes(out / "results.md", [result.markdown.encode()])
+    _plot(result, out / "summary.png")
     logger.info("bench done in %.0fs (%.0fs encoding); tables in %s", timings["total_seconds"],
                 encode_seconds, out / "results.md")
     return result
@@ -191,3 +192,15 @@ def _floor_run(config: BenchConfig, run_dir: Path) -> RunResult:
                        environment=environment(), config={"encoder_spec": "hash:64 (floor)"})
     result.to_json(run_dir / "result.json")
     return result
+
+
+def _plot(result: BenchResult, path: Path) -> None:
+    """The summary plot, when matplotlib is installed (the ``plot`` extra)."""
+    try:
+        from .reports.plots import plot_summary
+
+        plot_summary([(f"{r.config.get('encoder_spec')} / {r.method}", s) for r in result.runs
+                      for s in r.task_scores()], path)
+        logger.info("summary plot: %s", path)
+    except ImportError as exc:
+        logger.info("no summary plot (%s)", exc)

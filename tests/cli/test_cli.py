@@ -85,6 +85,7 @@ def test_bench_runs_resumes_and_reports(env, capsys):
     for needle in ("hash:16 / baseline", "hash:16 / mean-centering", "hash:16 / seed",
                    "(floor)", "## Training data", "de-en | 40", "## sts17"):
         assert needle in report, needle
+    assert (env / "bench" / "summary.png").stat().st_size > 1000
     first = json.loads((env / "bench" / "bench.json").read_text())
     assert first["timings"]["sentences_encoded"] > 0
     assert main(args) == 0  # finished runs are reused, nothing is encoded again

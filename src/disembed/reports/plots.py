@@ -1,0 +1,57 @@
+"""Plots of result tables (needs ``pip install "disembed[plot]"``)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Sequence
+
+from ..evaluation.results import TaskScores
+from ..exceptions import require
+
+
+def plot_summary(results: Sequence[tuple[str, TaskScores]], path: str | Path) -> Path:
+    """One panel per task: the main score of the meaning and language parts for each label.
+
+    Bars: meaning (filled) and language (hatched), x100. Saved as PNG at ``path``.
+    """
+    require("matplotlib", "plot", "Plotting results")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    tasks = list(dict.fromkeys(s.task for _, s in results))
+    labels = list(dict.fromkeys(label for label, _ in results))
+    fig, axes = plt.subplots(1, len(tasks), figsize=(4.2 * len(tasks), 0.5 * len(labels) + 2.2),
+                             squeeze=False)
+    for ax, task in zip(axes[0], tasks):
+        by_label = {label: s for label, s in results if s.task == task}
+        title = None
+        for i, label in enumerate(labels):
+            s = by_label.get(label)
+            if s is None:
+                continue
+            title = f"{task}\n{s.main_metric} ({s.main_subset})"
+            for offset, view, style in ((-0.2, "meaning", {}), (0.2, "language", {"hatch": "//"})):
+                value = s.main_score(view) if view in s.views() else float("nan")
+                if not math.isnan(value):
+                    ax.barh(i + offset, 100 * value, height=0.38, color="C0" if view == "meaning"
+                            else "C1", label=view if i == 0 else None, **style)
+        ax.set_yticks(range(len(labels)), labels, fontsize=8)
+        ax.invert_yaxis()
+        ax.axvline(0, color="black", linewidth=0.6)
+        ax.set_title(title or task, fontsize=9)
+        ax.set_xlabel("score x100")
+    handles = [plt.Rectangle((0, 0), 1, 1, color="C0"),
+               plt.Rectangle((0, 0), 1, 1, color="C1", hatch="//")]
+    fig.legend(handles, ["meaning (higher is better)", "language (lower = less meaning leaked)"],
+               loc="lower center", ncol=2, fontsize=8)
+    fig.tight_layout(rect=(0, 0.08, 1, 1))
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(".tmp-" + path.name)
+    fig.savefig(tmp, dpi=110, format="png")
+    plt.close(fig)
+    tmp.replace(path)
+    return path

@@ -64,3 +64,14 @@ def test_bad_pooling_is_rejected(tiny_model_dir):
 
     with pytest.raises(ConfigError, match="pooling must be one of"):
         load_encoder(f"st:{tiny_model_dir}", pooling="median")
+
+
+def test_saved_sentence_transformers_folder_keeps_its_pooling(tiny_model_dir, tmp_path):
+    from disembed import load_encoder
+
+    built = load_encoder(f"st:{tiny_model_dir}", pooling="cls")
+    built._model.save(str(tmp_path / "st-folder"))
+    loaded = load_encoder(f"st:{tmp_path / 'st-folder'}")
+    assert loaded.pooling == "cls"
+    np.testing.assert_allclose(loaded.encode(["hello world"]), built.encode(["hello world"]),
+                               atol=1e-5)

@@ -147,9 +147,14 @@ class SentenceTransformerEncoder:
 
     def _saved_pooling(self) -> str:
         for module in self._model:
-            mode = getattr(module, "get_pooling_mode_str", None)
+            mode = getattr(module, "get_pooling_mode_str", None)  # sentence-transformers < 5
             if mode is not None:
                 return mode()
+            mode = getattr(module, "pooling_mode", None)  # 5.x and later
+            if isinstance(mode, str):
+                return mode
+            if isinstance(mode, (list, tuple)):
+                return "+".join(mode)
         return "saved"
 
     def encode(self, texts: Sequence[str], *, batch_size: int = 64) -> np.ndarray:

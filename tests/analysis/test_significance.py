@@ -99,3 +99,14 @@ def test_compare_scores_on_task_scores(tiny_data_dir):
     saved = type(a).from_dict(a.to_dict())  # per-item data are not serialised
     with pytest.raises(ConfigError, match="per-item"):
         compare_scores(saved, b)
+
+
+def test_items_round_trip(tiny_data_dir, tmp_path):
+    from disembed.analysis.items import attach_items, save_items
+
+    a, b = _scores(tiny_data_dir, 1.0), _scores(tiny_data_dir, 1.0)
+    save_items([a], tmp_path / "items.npz")
+    loaded = attach_items([type(a).from_dict(a.to_dict())], tmp_path / "items.npz")[0]
+    assert set(loaded.per_item) == set(a.per_item)
+    c = compare_scores(loaded, b, n_resamples=20)
+    assert c.bootstrap.delta == pytest.approx(0.0)

@@ -39,6 +39,8 @@ def test_analyse_saved_model_and_trained_method(env, capsys):
     assert sum(name.startswith("projection-") for name in images) == 3
     for name in images:
         assert (out / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    page = (out / "analysis.html").read_text(encoding="utf-8")
+    assert all(f'<img src="{name}"' in page for name in images) and "<table>" in page
     for section in ("## Semantic leakage", "## Significance", "## Geometry",
                     "## Code-switching robustness", "## Embedding dimensionality"):
         assert section in report
@@ -55,3 +57,19 @@ def test_analyse_saved_model_and_trained_method(env, capsys):
 def test_analyse_rejects_unknown_analysis(env, capsys):
     assert main(["analyse", "--encoder", "hash:16", "--analyses", "leakage,geometri"]) == 2
     assert "unknown analyses ['geometri']" in capsys.readouterr().err
+
+
+def test_significance_over_a_bench_folder(env, capsys):
+    bench = env / "bench"
+    assert main(["bench", "--encoders", "hash:16", "--languages", "de,zh", "--pairs-per-language",
+                 "40", "--max-epochs", "2", "--methods", "baseline,mean-centering",
+                 "--tasks", "tatoeba,sts17", "--tatoeba-languages", "de,zh", "--no-floor",
+                 "--out", str(bench)]) == 0
+    assert (bench / "hash_16" / "baseline" / "items.npz").is_file()
+    capsys.readouterr()
+    assert main(["analyse", "--bench", str(bench), "--n-resamples", "50",
+                 "--out", str(env / "sig")]) == 0
+    text = (env / "sig" / "significance.md").read_text(encoding="utf-8")
+    assert "hash_16/baseline" in text and "hash_16/mean-centering" in text and "p perm" in text
+    rows = json.loads((env / "sig" / "significance.json").read_text())
+    assert {r["task"] for r in rows} == {"tatoeba", "sts17"}

@@ -78,8 +78,9 @@ class AnalysisReport:
 
     # --- output -----------------------------------------------------------------------------
     def write(self, out: Path, *, plots: bool = True) -> Path:
-        """``analysis.json``, the PNGs (if ``plots`` and matplotlib is installed), ``analysis.md``."""
-        from ..reports.analysis_report import render_analysis
+        """``analysis.json``, the PNGs (if ``plots`` and matplotlib is installed), ``analysis.md``
+        and ``analysis.html`` (the same, standalone)."""
+        from ..reports.analysis_report import markdown_to_html, render_analysis
 
         out.mkdir(parents=True, exist_ok=True)
         if plots:
@@ -89,7 +90,9 @@ class AnalysisReport:
                 logger.warning("no figures: %s", exc)
         atomic_write_bytes(out / "analysis.json",
                            [json.dumps(self.to_dict(), indent=2, default=str).encode()])
-        atomic_write_bytes(out / "analysis.md", [render_analysis(self).encode()])
+        text = render_analysis(self)
+        atomic_write_bytes(out / "analysis.md", [text.encode()])
+        atomic_write_bytes(out / "analysis.html", [markdown_to_html(text).encode()])
         logger.info("analysis report: %s", out / "analysis.md")
         return out / "analysis.md"
 

@@ -3,6 +3,9 @@ saved models, evaluates them, and runs the chosen analyses: semantic leakage (la
 probe), code-switching robustness, alignment/uniformity geometry, paired significance
 tests, a Matryoshka-style dimensionality sweep, and plots. Writes ``<out>/analysis.md``
 with the PNGs beside it, and ``<out>/analysis.json``.
+
+``--bench DIR`` instead tests every "method A beats B" of a finished ``disembed bench``
+output (its per-item ``items.npz`` files) and writes ``<out>/significance.md``.
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ def add_parser(verbs) -> None:
                          "dimensionality and plots for several methods", description=__doc__)
     p.add_argument("--model", action="append", default=[], metavar="DIR",
                    help="a saved model directory (repeatable); its encoder is used")
+    p.add_argument("--bench", default=None, metavar="DIR",
+                   help="only significance tests over a finished 'disembed bench' folder")
     p.add_argument("--methods", type=csv_list, default=None,
                    help=f"methods to train on the fly (default without --model: "
                         f"{','.join(DEFAULT_METHODS)}; with --model: none)")
@@ -46,6 +51,8 @@ def add_parser(verbs) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.bench:
+        return _bench_significance(args)
     methods = args.methods if args.methods is not None else (
         [] if args.model else list(DEFAULT_METHODS))
     config = AnalysisConfig(
@@ -58,4 +65,22 @@ def run(args: argparse.Namespace) -> int:
         out_dir=args.out, data_dir=args.data_dir, cache_dir=args.cache_dir)
     run_analyses(config)
     print(f"{args.out}/analysis.md")  # noqa: T201
+    return 0
+
+
+def _bench_significance(args: argparse.Namespace) -> int:
+    import json
+    from pathlib import Path
+
+    from ..analysis.items import compare_bench
+    from ..cache import atomic_write_bytes
+    from ..reports.analysis_report import render_comparisons
+
+    comparisons = compare_bench(args.bench, n_resamples=args.n_resamples, seed=args.seed)
+    out = Path(args.out)
+    text = "\n".join([f"# Significance of {args.bench}", "", *render_comparisons(comparisons)])
+    atomic_write_bytes(out / "significance.md", [text.encode()])
+    atomic_write_bytes(out / "significance.json", [json.dumps(
+        [c.to_dict() for c in comparisons], indent=2, default=str).encode()])
+    print(text)  # noqa: T201
     return 0

@@ -132,11 +132,12 @@ def _geometry(report) -> list[str]:
             *_figure(report, "geometry", "alignment and uniformity")]
 
 
-def _significance(report) -> list[str]:
-    if not report.comparisons:
+def render_comparisons(comparisons: list) -> list[str]:
+    """The significance section: one row per (task, part, A, B) with both p-values."""
+    if not comparisons:
         return []
     rows = []
-    for c in report.comparisons:
+    for c in comparisons:
         b = c.bootstrap
         if c.winner == "tie":
             verdict = "tie"
@@ -148,7 +149,7 @@ def _significance(report) -> list[str]:
         rows.append([c.task, c.view, c.a, c.b, _f(b.score_a), _f(b.score_b), _f(b.delta),
                      f"[{_f(b.ci_low)}, {_f(b.ci_high)}]", _p(b.p_value),
                      _p(c.permutation.p_value), verdict])
-    n = report.comparisons[0].bootstrap.n_resamples
+    n = comparisons[0].bootstrap.n_resamples
     return ["## Significance", "",
             f"Every pair of methods on each task's main score, for each part. Paired "
             f"bootstrap over the test items ({n} resamples, stratified by language/track; "
@@ -157,6 +158,10 @@ def _significance(report) -> list[str]:
             f"{ALPHA}. On the language part lower is better.", "",
             *_table(["task", "part", "A", "B", "A", "B", "A-B", "95% CI", "p boot", "p perm",
                      "verdict"], rows)]
+
+
+def _significance(report) -> list[str]:
+    return render_comparisons(report.comparisons)
 
 
 def _truncation(report) -> list[str]:
@@ -191,3 +196,40 @@ def render_analysis(report) -> str:
     parts = [_header, _summary, _leakage, _significance, _geometry, _codeswitch, _truncation,
              _projections]
     return "\n".join(line for part in parts for line in part(report)) + "\n"
+
+
+def markdown_to_html(text: str, title: str = "disembed analyses") -> str:
+    """A standalone HTML page for the markdown this module writes (headings, paragraphs,
+    tables, images, ``code`` and **bold**); not a general markdown converter."""
+    import html
+    import re
+
+    def inline(s: str) -> str:
+        s = html.escape(s, quote=False)
+        s = re.sub(r"!\[([^\]]*)\]\(([^)]+)\)", r'<img src="\2" alt="\1">', s)
+        s = re.sub(r"\*\*([^*]+)\*\*", r"<b>\1</b>", s)
+        return re.sub(r"`([^`]+)`", r"<code>\1</code>", s)
+
+    out, table = [], []
+    for line in text.splitlines() + [""]:
+        if line.startswith("|"):
+            if not set(line) <= set("|-: "):
+                table.append([c.strip() for c in line.strip("|").split("|")])
+            continue
+        if table:
+            head, *body = table
+            out.append("<table><tr>" + "".join(f"<th>{inline(c)}</th>" for c in head) + "</tr>"
+                       + "".join("<tr>" + "".join(f"<td>{inline(c)}</td>" for c in row)
+                                 + "</tr>" for row in body) + "</table>")
+            table = []
+        level = len(line) - len(line.lstrip("#"))
+        if level and line[level:level + 1] == " ":
+            out.append(f"<h{level}>{inline(line[level + 1:])}</h{level}>")
+        elif line.strip():
+            out.append(f"<p>{inline(line)}</p>")
+    style = ("body{font-family:sans-serif;max-width:1200px;margin:2em auto}table{border-collapse:"
+             "collapse;font-size:90%}td,th{border:1px solid #ccc;padding:2px 6px}"
+             "img{max-width:100%}")
+    return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}"
+            f"</title><style>{style}</style></head><body>\n" + "\n".join(out)
+            + "\n</body></html>\n")

@@ -50,3 +50,15 @@ def test_probe_views_and_errors():
         language_id_probe(X, ["de"] * len(X))
     with pytest.raises(ShapeError):
         language_id_probe(X, langs[:-1])
+
+
+def test_lid_sample_english_is_not_a_translation_of_probe_sentences(tiny_data_dir):
+    from disembed.analysis.samples import lid_sample, tatoeba_pairs
+
+    texts, labels = lid_sample(["de", "zh"], 2, data_dir=tiny_data_dir)
+    assert labels.count("de") == 2 and labels.count("zh") == 2 and 1 <= labels.count("en") <= 2
+    pairs = tatoeba_pairs(["de", "zh"], 100, data_dir=tiny_data_dir)
+    translation = dict(zip(pairs.src, pairs.tgt))
+    probed = [t for t, lang in zip(texts, labels) if lang != "en"]
+    english = [t for t, lang in zip(texts, labels) if lang == "en"]
+    assert not {translation[t] for t in probed} & set(english) - set(probed)

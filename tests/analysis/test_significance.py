@@ -110,3 +110,16 @@ def test_items_round_trip(tiny_data_dir, tmp_path):
     assert set(loaded.per_item) == set(a.per_item)
     c = compare_scores(loaded, b, n_resamples=20)
     assert c.bootstrap.delta == pytest.approx(0.0)
+
+
+def test_permutation_of_correlations_ignores_the_scale_of_the_scores():
+    rng = np.random.default_rng(4)
+    gold = rng.random(120)
+    good = gold + 0.2 * rng.standard_normal(120)
+    worse = gold + 0.6 * rng.standard_normal(120)
+    a, b = np.stack([good, gold], 1), np.stack([worse, gold], 1)
+    shifted = np.stack([0.05 * worse + 10, gold], 1)  # same ranks, other scale
+    for stat in ("spearman", "pearson"):
+        p_plain = paired_permutation(a, b, statistic=stat, n_resamples=1000).p_value
+        p_shift = paired_permutation(a, shifted, statistic=stat, n_resamples=1000).p_value
+        assert p_plain < 0.01 and p_shift == pytest.approx(p_plain, abs=0.01)

@@ -107,14 +107,10 @@ class AnalysisReport:
                                    title=f"{run.label}: PCA of {len(self.sample)} Tatoeba "
                                    f"sentences ({self.encoder_spec})")
                 figs[f"projection:{run.label}"] = name
-        points = [(r.label, r.probe["meaning"].accuracy, self.main(r, "tatoeba", "meaning"))
-                  for r in self.runs if "meaning" in r.probe]
-        if points:
-            chance = next(iter(self.runs)).probe["meaning"].chance
-            ap.plot_tradeoff(points, out / "tradeoff.png", chance_x=chance,
-                             xlabel="language-ID probe accuracy on meaning part x100 "
-                             "(leakage, lower is better)",
-                             ylabel="Tatoeba retrieval accuracy of meaning part x100")
+        panels = _tradeoff_panels(self)
+        if panels:
+            ap.plot_tradeoff(panels, out / "tradeoff.png",
+                             ylabel="Tatoeba retrieval accuracy of the meaning part x100")
             figs["tradeoff"] = "tradeoff.png"
         if any(r.geometry for r in self.runs):
             ap.plot_geometry({r.label: r.trajectory for r in self.runs},
@@ -138,6 +134,25 @@ class AnalysisReport:
                               title=f"{task}: meaning score vs embedding dimensions")
                 figs[f"truncation:{task}"] = f"truncation-{task}.png"
         return figs
+
+
+def _tradeoff_panels(report) -> list[dict]:
+        """Meaning accuracy vs (a) the LID probe on meaning, (b) retrieval on the language part."""
+        panels = []
+        probed = [r for r in report.runs if "meaning" in r.probe]
+        if probed:
+            panels.append({"points": [(r.label, r.probe["meaning"].accuracy,
+                                       report.main(r, "tatoeba", "meaning")) for r in probed],
+                           "chance": probed[0].probe["meaning"].chance,
+                           "xlabel": "language-ID probe accuracy on the meaning part x100\n"
+                                     "(language left in meaning; lower is better)"})
+        lang = [(r.label, report.main(r, "tatoeba", "language"), report.main(r, "tatoeba", "meaning"))
+                for r in report.runs]
+        if any(not math.isnan(x) for _, x, _ in lang):
+            panels.append({"points": lang, "chance": None,
+                           "xlabel": "Tatoeba retrieval accuracy of the language part x100\n"
+                                     "(meaning left in language; lower is better)"})
+        return panels
 
 
 def _slug(text: str) -> str:

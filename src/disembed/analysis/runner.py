@@ -39,7 +39,7 @@ class AnalysisConfig:
     tatoeba_languages: str = "tatoeba-14"
     max_eval_items: int | None = None
     sample_pairs: int = 1000  # Tatoeba pairs for geometry and the 2-D projection
-    probe_per_language: int = 200
+    probe_per_language: int = 400  # Tatoeba sentences per language for the LID probe
     codeswitch_rate: float = 0.3
     truncation_ks: list[int] = field(default_factory=lambda: [16, 64, 128, 256])
     n_resamples: int = 2000
@@ -158,6 +158,18 @@ def _measure(run: ModelRun, config, encoder, sample, lid) -> None:
         run.probe = probe_views(views, langs, seed=config.seed)
 
 
+def _full_dimension_rows(runs: list[ModelRun], config: AnalysisConfig, dim: int) -> list[dict]:
+    """The main runs as the k = dim end of the truncation sweep."""
+    rows = []
+    for run in runs:
+        if run.label in config.methods:
+            rows += [{"k": dim, "method": run.method, "task": s.task, "metric": s.main_metric,
+                      "meaning": s.main_score("meaning"),
+                      "language": s.main_score("language") if "language" in s.views()
+                      else float("nan")} for s in run.scores]
+    return rows
+
+
 def _supported(encoder) -> list[str] | None:
     inner = getattr(encoder, "encoder", encoder)
     return getattr(inner, "languages", None)
@@ -184,7 +196,8 @@ def run_analyses(config: AnalysisConfig):
     sample_langs = [x for x in TATOEBA_14 if supported is None or x in supported]
     sample = tatoeba_pairs(sample_langs, config.sample_pairs, data_dir=config.data_dir,
                            seed=config.seed)
-    lid = lid_sample(sample, config.probe_per_language, seed=config.seed)
+    lid = lid_sample(sample_langs, config.probe_per_language, data_dir=config.data_dir,
+                     seed=config.seed)
     runs: list[ModelRun] = []
     train = None
     if config.methods:
@@ -210,6 +223,7 @@ def run_analyses(config: AnalysisConfig):
             config.methods, encoder, train.pairs, ks, tasks=config.tasks,
             task_options=config.task_options(), data_dir=config.data_dir,
             method_params={m: _params(m, config) for m in config.methods})
+        report.truncation += _full_dimension_rows(runs, config, encoder.dim)
     report.seconds = time.perf_counter() - t_start
     report.write(Path(config.out_dir), plots="plots" in config.analyses)
     return report

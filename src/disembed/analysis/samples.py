@@ -45,18 +45,21 @@ def tatoeba_pairs(languages: list[str], total: int, *, data_dir=None, seed: int 
     return PairSample(src, tgt, lang_of)
 
 
-def lid_sample(pairs: PairSample, per_language: int, *, seed: int = 0
+def lid_sample(languages: list[str], per_language: int, *, data_dir=None, seed: int = 0
                ) -> tuple[list[str], list[str]]:
-    """Sentences for the language-ID probe: up to ``per_language`` per language plus as many
-    English ones (the English of *other* pairs than the non-English sentences used)."""
-    rng = np.random.default_rng(seed)
+    """Sentences for the language-ID probe: ``per_language`` Tatoeba sentences per language
+    and as many English ones, the English taken from *other* pairs than the non-English
+    sentences (so no English sentence translates a probe sentence)."""
+    pairs = tatoeba_pairs(languages, 2 * per_language * len(languages), data_dir=data_dir,
+                          seed=seed)
     langs = np.asarray(pairs.src_lang, dtype=object)
-    texts, labels, used = [], [], set()
+    texts, labels, rest = [], [], []
     for lang in dict.fromkeys(pairs.src_lang):
-        rows = rng.permutation(np.flatnonzero(langs == lang))[:per_language]
-        used.update(rows.tolist())
-        texts += [pairs.src[i] for i in rows]
-        labels += [lang] * len(rows)
-    rest = [i for i in range(len(pairs)) if i not in used]
+        rows = np.flatnonzero(langs == lang)
+        half = min(per_language, len(rows) // 2)
+        texts += [pairs.src[i] for i in rows[:half]]
+        labels += [lang] * half
+        rest += rows[half:].tolist()
+    rng = np.random.default_rng(seed)
     english = list(dict.fromkeys(pairs.tgt[i] for i in rng.permutation(rest)))[:per_language]
     return texts + english, labels + ["en"] * len(english)

@@ -15,7 +15,9 @@ inside each stratum.
   p-value is the share of resamples in which the observed winner does not win.
 * :func:`paired_permutation`: swap the two methods' outputs on a random half of the items
   (approximate randomisation, Noreen 1989); two-sided p-value of ``|delta|``. Exact (all
-  ``2^n`` swaps) when that is no more than ``n_resamples``.
+  ``2^n`` swaps) when that is no more than ``n_resamples``. For a correlation the system
+  scores are first turned into ranks (Spearman) or z-scores (Pearson) within each stratum,
+  so that two methods whose cosines live on different scales can be swapped.
 """
 
 from __future__ import annotations
@@ -130,12 +132,30 @@ def _swap_masks(n: int, n_resamples: int, rng) -> tuple[np.ndarray, bool]:
     return rng.random((n_resamples, n)) < 0.5, False
 
 
+def _exchangeable(x: np.ndarray, statistic: Statistic, groups: list[np.ndarray]) -> np.ndarray:
+    """For a correlation, put the system column on a common scale inside each stratum
+    (ranks for Spearman, z-scores for Pearson), which leaves the statistic unchanged but
+    makes swapping two systems' outputs meaningful when their cosines differ in scale."""
+    if statistic == "mean":
+        return x
+    x = x.copy()
+    for g in groups:
+        col = x[g, 0]
+        if statistic == "spearman":
+            x[g, 0] = rankdata(col)
+        else:
+            std = col.std()
+            x[g, 0] = (col - col.mean()) / (std if std > 0 else 1.0)
+    return x
+
+
 def paired_permutation(a, b, *, statistic: Statistic = "mean", strata=None,
                        n_resamples: int = 2000, seed: int = 0) -> PairedTest:
     """Paired permutation (swap) test, two-sided; see the module docstring."""
     a, b, groups = _prepare(a, b, strata)
     sa, sb = score(a, statistic, strata), score(b, statistic, strata)
     delta = sa - sb
+    a, b = _exchangeable(a, statistic, groups), _exchangeable(b, statistic, groups)
     masks, exact = _swap_masks(len(a), n_resamples, np.random.default_rng(seed))
     extreme, total = 0, 0
     tol = 1e-12 * max(1.0, abs(delta))

@@ -38,7 +38,8 @@ def add_parser(verbs) -> None:
     p.add_argument("--max-eval-items", type=int, default=None)
     p.add_argument("--sample-pairs", type=int, default=1000,
                    help="held-out Tatoeba pairs for geometry and projections")
-    p.add_argument("--probe-per-language", type=int, default=200)
+    p.add_argument("--probe-per-language", type=int, default=400,
+                   help="Tatoeba sentences per language (and English) for the LID probe")
     p.add_argument("--codeswitch-rate", type=float, default=0.3)
     p.add_argument("--truncation-ks", type=lambda s: [int(x) for x in csv_list(s)],
                    default=[16, 64, 128, 256])

@@ -53,7 +53,7 @@ def plot_projection(views: Mapping[str, np.ndarray], languages: Sequence[str],
     langs = np.asarray(list(languages), dtype=object)
     order = sorted(set(langs.tolist()))
     palette = [plt.get_cmap(name)(i) for name, k in (("tab10", 10), ("Dark2", 8), ("Set1", 9))
-               for i in range(k)]
+               for i in range(k) if (name, i) not in (("tab10", 7), ("Set1", 8))]  # no greys
     colours = {x: palette[i % len(palette)] for i, x in enumerate(order)}
     names = list(views)
     panels = [(n, {n: views[n]}) for n in names]
@@ -77,7 +77,7 @@ def plot_projection(views: Mapping[str, np.ndarray], languages: Sequence[str],
     lang_handles = [plt.Line2D([], [], marker="o", linestyle="", color=colours[x], label=x)
                     for x in order]
     kind_handles = [plt.Line2D([], [], marker=MARKERS[i % len(MARKERS)], linestyle="",
-                               color="grey", label=n) for i, n in enumerate(names)]
+                               color="black", label=f"{n} part") for i, n in enumerate(names)]
     fig.legend(handles=lang_handles + kind_handles, loc="center left", bbox_to_anchor=(1, 0.5),
                fontsize=7, title="language / kind", title_fontsize=7)
     fig.suptitle(title, fontsize=10)
@@ -85,27 +85,29 @@ def plot_projection(views: Mapping[str, np.ndarray], languages: Sequence[str],
     return save_png(fig, path)
 
 
-def plot_tradeoff(points: Sequence[tuple[str, float, float]], path: str | Path, *,
-                  xlabel: str, ylabel: str, chance_x: float | None = None,
-                  title: str = "upper left is best") -> Path:
-    """One labelled point per method: x = leakage (lower better), y = meaning score."""
+def plot_tradeoff(panels: Sequence[dict], path: str | Path, *, ylabel: str) -> Path:
+    """Meaning score (y) against a leakage measure (x, lower is better), one point per method
+    and one panel per measure: ``{"points": [(label, x, y)], "xlabel", "chance"}``."""
     plt = _plt()
-    fig, ax = plt.subplots(figsize=(5.6, 4.4))
-    for i, (label, x, y) in enumerate(points):
-        if math.isnan(x) or math.isnan(y):
-            continue
-        ax.scatter([100 * x], [100 * y], s=45, marker=MARKERS[i % len(MARKERS)], zorder=3,
-                   label=label)
-        ax.annotate(label, (100 * x, 100 * y), textcoords="offset points", xytext=(5, 4),
-                    fontsize=8)
-    if chance_x is not None:
-        ax.axvline(100 * chance_x, color="grey", linestyle=":", linewidth=1)
-        ax.annotate("chance", (100 * chance_x, ax.get_ylim()[0]), fontsize=7, color="grey",
-                    textcoords="offset points", xytext=(3, 3))
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel(ylabel)
-    ax.set_title(title, fontsize=10)
-    ax.grid(alpha=0.3)
+    fig, axes = plt.subplots(1, len(panels), figsize=(5.4 * len(panels), 4.4), squeeze=False)
+    for ax, panel in zip(axes[0], panels):
+        for i, (label, x, y) in enumerate(panel["points"]):
+            if math.isnan(x) or math.isnan(y):
+                continue
+            ax.scatter([100 * x], [100 * y], s=45, marker=MARKERS[i % len(MARKERS)],
+                       color=f"C{i % 10}", zorder=3)
+            ax.annotate(label, (100 * x, 100 * y), textcoords="offset points", xytext=(5, 4),
+                        fontsize=8)
+        chance = panel.get("chance")
+        if chance is not None:
+            ax.axvline(100 * chance, color="grey", linestyle=":", linewidth=1)
+            ax.annotate("chance", (100 * chance, 0.02), xycoords=("data", "axes fraction"),
+                        fontsize=7, color="grey", xytext=(3, 0), textcoords="offset points")
+        ax.set_xlabel(panel["xlabel"], fontsize=9)
+        ax.set_ylabel(ylabel, fontsize=9)
+        ax.set_title("upper left is best", fontsize=10)
+        ax.grid(alpha=0.3)
+    fig.tight_layout()
     return save_png(fig, path)
 
 
@@ -157,7 +159,11 @@ def plot_lines(rows: Sequence[dict], x: str, y: str, group: str, path: str | Pat
         ax.plot([a for a, _ in sel], [100 * b for _, b in sel], marker=MARKERS[i % len(MARKERS)],
                 label=str(name))
     if logx:
+        from matplotlib.ticker import ScalarFormatter
+
         ax.set_xscale("log", base=2)
+        ax.xaxis.set_major_formatter(ScalarFormatter())
+        ax.set_xticks(sorted({r[x] for r in rows}))
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.set_title(title, fontsize=10)

@@ -175,16 +175,11 @@ def _supported(encoder) -> list[str] | None:
     return getattr(inner, "languages", None)
 
 
-def run_analyses(config: AnalysisConfig):
-    """Train / load, evaluate, analyse; writes ``analysis.md``, ``analysis.json`` and PNGs."""
-    from ..data.languages import TATOEBA_14
-    from ..data.training_set import build_training_set
+def _encoder_and_models(config: AnalysisConfig):
+    """The (cached) encoder, and the saved models checked against it."""
     from ..encoders import DEFAULT_ENCODER, load_encoder
     from ..pipeline import cached
-    from .report import AnalysisReport
-    from .samples import lid_sample, tatoeba_pairs
 
-    t_start = time.perf_counter()
     loaded, saved_spec = _load_models(config)
     spec = config.encoder or saved_spec or DEFAULT_ENCODER
     encoder = cached(load_encoder(spec), config.cache_dir)
@@ -192,22 +187,41 @@ def run_analyses(config: AnalysisConfig):
         saved = model.metadata_.get("encoder")
         if saved and saved != encoder.identity.to_dict():
             raise ConfigError(f"{label} was trained on encoder {saved}, not on {spec}")
+    return spec, encoder, loaded
+
+
+def _train_all(config: AnalysisConfig, encoder, sample) -> tuple[list[ModelRun], Any]:
+    """Build the training set (evaluation overlaps removed) and fit every method."""
+    from ..data.training_set import build_training_set
+
+    if not config.methods:
+        return [], None
+    blocked = sorted({*config.tasks, "tatoeba"} & {"tatoeba", "sts17", "wmt20-qe"})
+    train = build_training_set(config.languages, config.pairs_per_language, eval_sets=blocked,
+                               data_dir=config.data_dir, seed=config.seed)
+    logger.info(train.summary())
+    runs = []
+    for method in config.methods:
+        model, trajectory = _fit(method, config, encoder, train, sample)
+        runs.append(ModelRun(method, method, model, trajectory=trajectory))
+    return runs, train
+
+
+def run_analyses(config: AnalysisConfig):
+    """Train / load, evaluate, analyse; writes ``analysis.md``, ``analysis.json`` and PNGs."""
+    from ..data.languages import TATOEBA_14
+    from .report import AnalysisReport
+    from .samples import lid_sample, tatoeba_pairs
+
+    t_start = time.perf_counter()
+    spec, encoder, loaded = _encoder_and_models(config)
     supported = _supported(encoder)
     sample_langs = [x for x in TATOEBA_14 if supported is None or x in supported]
     sample = tatoeba_pairs(sample_langs, config.sample_pairs, data_dir=config.data_dir,
                            seed=config.seed)
     lid = lid_sample(sample_langs, config.probe_per_language, data_dir=config.data_dir,
                      seed=config.seed)
-    runs: list[ModelRun] = []
-    train = None
-    if config.methods:
-        train = build_training_set(config.languages, config.pairs_per_language,
-                                   eval_sets=sorted({*config.tasks, "tatoeba"} & {
-                                       "tatoeba", "sts17", "wmt20-qe"}), data_dir=config.data_dir, seed=config.seed)
-        logger.info(train.summary())
-        for method in config.methods:
-            model, trajectory = _fit(method, config, encoder, train, sample)
-            runs.append(ModelRun(method, method, model, trajectory=trajectory))
+    runs, train = _train_all(config, encoder, sample)
     runs += [ModelRun(label, model.method, model) for label, model in loaded]
     for run in runs:
         _measure(run, config, encoder, sample, lid)

@@ -178,8 +178,12 @@ def plot_paired_bars(rows: Sequence[tuple[str, float, float]], path: str | Path,
     plt = _plt()
     fig, ax = plt.subplots(figsize=(1.3 * len(rows) + 2.5, 4.0))
     idx = np.arange(len(rows))
-    ax.bar(idx - 0.2, [100 * a for _, a, _ in rows], 0.38, label=names[0], color="C0")
-    ax.bar(idx + 0.2, [100 * b for _, _, b in rows], 0.38, label=names[1], color="C3")
+    for offset, col, name, colour in ((-0.2, 1, names[0], "C0"), (0.2, 2, names[1], "C3")):
+        values = [100 * r[col] for r in rows]
+        bars = ax.bar(idx + offset, values, 0.38, label=name, color=colour)
+        ax.bar_label(bars, fmt="%.1f", fontsize=7)
+    low = min(100 * min(r[1], r[2]) for r in rows)
+    ax.set_ylim(max(0.0, low - 5), None)  # zoomed: the differences are what matters
     ax.set_xticks(idx, [r[0] for r in rows], fontsize=8, rotation=15)
     ax.set_ylabel(ylabel)
     ax.set_title(title, fontsize=10)

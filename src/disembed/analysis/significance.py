@@ -250,8 +250,8 @@ def compare_scores(a, b, *, labels: tuple[str, str] = ("A", "B"), view: str = "m
                    n_resamples: int = 2000, seed: int = 0) -> Comparison:
     """Both paired tests of two ``TaskScores`` of the same task on the same items.
 
-    ``a`` and ``b`` may also be ``RunResult`` s of one task each; they must carry
-    ``per_item`` data (a fresh evaluation).
+    Both must carry ``per_item`` data: a fresh evaluation, or a saved ``RunResult``'s
+    ``task_scores()`` with :func:`~disembed.analysis.items.attach_items` applied.
     """
     if a.task != b.task:
         raise ConfigError(f"cannot compare task {a.task!r} with task {b.task!r}")

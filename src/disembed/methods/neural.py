@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import numpy as np
 import torch
@@ -67,7 +67,8 @@ class NeuralDisentangler(Disentangler):
         return weighted_loss(views, self._weights)
 
     def fit(self, src: np.ndarray, tgt: np.ndarray, src_lang: Languages, tgt_lang: Languages,
-            *, checkpoint_dir: str | Path | None = None) -> "NeuralDisentangler":
+            *, checkpoint_dir: str | Path | None = None,
+            on_epoch_end: Callable[[dict], None] | None = None) -> "NeuralDisentangler":
         src, tgt = np.asarray(src, np.float32), np.asarray(tgt, np.float32)
         if src.shape != tgt.shape or src.ndim != 2:
             from ..exceptions import ShapeError
@@ -86,7 +87,7 @@ class NeuralDisentangler(Disentangler):
         self.head_ = self._new_head(src.shape[1])
         self.history_ = train(
             self.head_, lambda b: self.loss(self.head_, b), src, tgt, s_ids, t_ids, config,
-            checkpoint_dir=checkpoint_dir,
+            checkpoint_dir=checkpoint_dir, on_epoch_end=on_epoch_end,
             fingerprint_extra={"method": self.method, "params": self.get_params()})
         self.dim_ = int(src.shape[1])
         return self

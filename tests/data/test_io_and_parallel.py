@@ -62,3 +62,15 @@ def test_unknown_language_lists_known_codes():
     with pytest.raises(ConfigError, match="Unknown language code 'qqq'.*Known codes: af"):
         normalize_language("qqq")
     assert to_iso3("zh") == "cmn"
+
+
+def test_every_bundled_encoders_languages_are_known_codes():
+    # The Tatoeba task normalises an encoder's declared languages; one unknown code there
+    # (XLM-R's 'sd' once) made every e5-small evaluation fail.
+    from disembed.data.languages import XLMR_LANGUAGES
+    from disembed.encoders.usem3_encoder import USE_M3_LANGUAGES
+
+    for code in sorted(XLMR_LANGUAGES):
+        assert normalize_language(code) == code
+    assert {normalize_language(code) for code in USE_M3_LANGUAGES} >= {"zh", "ar", "th"}
+    assert normalize_language("snd") == "sd" and normalize_language("ory") == "or"

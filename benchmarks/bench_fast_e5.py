@@ -163,6 +163,7 @@ def subset_variants(ours, c_engine, texts, batch_size, skip) -> dict:
         return timed(enc, texts, batch_size)
 
     variants["torch-fp32-compile"] = compiled
+    variants["onnx-q4-int8"] = lambda: timed(E5TorchEncoder(engine="onnx"), texts, batch_size)
     for name, fn in variants.items():
         if name in skip:
             continue

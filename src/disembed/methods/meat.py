@@ -38,8 +38,7 @@ import torch
 import torch.nn.functional as F
 
 from ..training import Batch
-from .heads import TwoHeads
-from .neural import NeuralDisentangler
+from .neural import TwoHeadRecipe
 
 MEAT_WEIGHTS = {
     "reconstruction_cos": 1.0,
@@ -49,20 +48,10 @@ MEAT_WEIGHTS = {
 }
 
 
-class Meat(NeuralDisentangler):
+class Meat(TwoHeadRecipe):
     """MEAT; see the module docstring for the objective and official-code differences."""
 
     method = "meat"
-
-    def __init__(self, lr: float = 1e-4, batch_size: int = 512, max_epochs: int = 100,
-                 patience: int = 5, val_fraction: float = 0.1, seed: int = 0,
-                 negatives: str = "paper", hidden: int = 0) -> None:
-        super().__init__(lr=lr, batch_size=batch_size, max_epochs=max_epochs, patience=patience,
-                         val_fraction=val_fraction, seed=seed, negatives=negatives)
-        self.hidden = hidden
-
-    def build_head(self, dim: int) -> torch.nn.Module:
-        return TwoHeads(dim, hidden=self.hidden)
 
     def term_weights(self) -> dict[str, float]:
         return dict(MEAT_WEIGHTS)

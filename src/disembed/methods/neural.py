@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, ClassVar, Mapping
 
 import numpy as np
 import torch
@@ -21,6 +21,7 @@ from ..exceptions import CheckpointError
 from ..training import Adversary, Batch, TrainConfig, train
 from .base import Disentangler, Languages, as_language_array
 from .constraints import NEEDS, BatchViews, check_weights, pick, weighted_loss
+from .heads import TwoHeads
 
 logger = logging.getLogger(__name__)
 
@@ -176,3 +177,22 @@ class NeuralDisentangler(Disentangler):
                                   f"{self.dim_}: {exc}") from None
         head.eval()
         self.head_ = head
+
+
+class TwoHeadRecipe(NeuralDisentangler):
+    """Base of the recipes on two independent heads ``m = MLP_m(e)``, ``l = MLP_l(e)``
+    (DREAM, MEAT, ORACLE): ``hidden = 0`` makes each head one linear layer."""
+
+    #: whether the head carries a language classifier on ``l`` (DREAM)
+    language_classifier: ClassVar[bool] = False
+
+    def __init__(self, lr: float = 1e-4, batch_size: int = 512, max_epochs: int = 100,
+                 patience: int = 5, val_fraction: float = 0.1, seed: int = 0,
+                 negatives: str = "paper", hidden: int = 0) -> None:
+        super().__init__(lr=lr, batch_size=batch_size, max_epochs=max_epochs, patience=patience,
+                         val_fraction=val_fraction, seed=seed, negatives=negatives)
+        self.hidden = hidden
+
+    def build_head(self, dim: int) -> torch.nn.Module:
+        classes = len(self.languages_) if self.language_classifier else 0
+        return TwoHeads(dim, hidden=self.hidden, n_languages=classes)

@@ -42,12 +42,9 @@ from __future__ import annotations
 
 import inspect
 
-import torch
-
 from ..exceptions import ConfigError
 from .constraints import add_weights
-from .heads import TwoHeads
-from .neural import NeuralDisentangler
+from .neural import NeuralDisentangler, TwoHeadRecipe
 
 ORACLE_VARIANTS: dict[str, dict[str, float]] = {
     "paper": {"language_cluster": 1.0, "orthogonality": 1.0},
@@ -66,7 +63,7 @@ def oracle_weights(variant: str = "paper", weight: float = 1.0) -> dict[str, flo
     return {name: weight * w for name, w in ORACLE_VARIANTS[variant].items()}
 
 
-class Oracle(NeuralDisentangler):
+class Oracle(TwoHeadRecipe):
     """ORACLE's two terms alone on two linear heads; see the module docstring."""
 
     method = "oracle"
@@ -76,12 +73,9 @@ class Oracle(NeuralDisentangler):
                  negatives: str = "paper", hidden: int = 0, oracle_variant: str = "paper",
                  oracle_weight: float = 1.0) -> None:
         super().__init__(lr=lr, batch_size=batch_size, max_epochs=max_epochs, patience=patience,
-                         val_fraction=val_fraction, seed=seed, negatives=negatives)
+                         val_fraction=val_fraction, seed=seed, negatives=negatives, hidden=hidden)
         oracle_weights(oracle_variant)  # validate now, not at fit time
-        self.hidden, self.oracle_variant, self.oracle_weight = hidden, oracle_variant, oracle_weight
-
-    def build_head(self, dim: int) -> torch.nn.Module:
-        return TwoHeads(dim, hidden=self.hidden)
+        self.oracle_variant, self.oracle_weight = oracle_variant, oracle_weight
 
     def term_weights(self) -> dict[str, float]:
         return oracle_weights(self.oracle_variant, self.oracle_weight)

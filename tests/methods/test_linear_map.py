@@ -67,6 +67,10 @@ def test_diagnostics_on_known_matrices():
     out = improvement(np.array([[0.0, 2.0]]), np.array([[2.0, 0.0]]), np.array([[2.0, 1.0]]))
     assert out["dD"] == pytest.approx((8 ** 0.5 - 1) / 1) and out["fD"] == 1.0
     assert out["dC"] == pytest.approx(2 / 5 ** 0.5) and out["fC"] == 1.0
+    # a pair with x = y (d = 0) has no ratio: left out of dD, still counted in fD
+    out = improvement(np.array([[1.0, 0.0], [0.0, 2.0]]), np.array([[1.0, 0.0], [2.0, 0.0]]),
+                      np.array([[1.0, 0.1], [2.0, 1.0]]))
+    assert out["n_dD"] == 1 and out["dD"] == pytest.approx(8 ** 0.5 - 1) and out["fD"] == 0.5
 
 
 def test_save_load_keeps_maps_and_diagnostics(mapped_pairs, tmp_path):

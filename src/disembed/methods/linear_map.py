@@ -24,7 +24,9 @@ an orthogonal map), and the dilations ``alpha_j = |A_j|`` as mean, ``sigma/mean`
 ``heldout_fraction`` of each language's pairs, not used for fitting), with
 ``d = |x - y|``, ``d~ = |A x + b - y|``, ``c``/``c~`` the cosines before/after:
 ``dD = mean (d - d~) / min(d, d~)``, ``dC = mean (c~ - c)``, ``fD = frac(d~ < d)``,
-``fC = frac(c~ > c)``. Both are in ``diagnostics_`` (saved in config.json) and logged.
+``fC = frac(c~ > c)`` (``dD`` over pairs with ``min(d, d~) >= 1e-6`` only: a sentence
+written the same in both languages has ``d = 0``). Both are in ``diagnostics_`` (saved
+in config.json) and logged.
 
 Differences from the paper: the maps are fitted on the training split only (the
 held-out part measures them); the paper's dilation analysis is over general maps,
@@ -104,16 +106,22 @@ def map_diagnostics(A: np.ndarray) -> dict[str, float]:
 
 
 def improvement(X: np.ndarray, Y: np.ndarray, mapped: np.ndarray) -> dict[str, float]:
-    """``dD, dC, fD, fC`` of ``mapped (n, d)`` against ``X (n, d)`` as images of ``Y (n, d)``."""
+    """``dD, dC, fD, fC`` of ``mapped (n, d)`` against ``X (n, d)`` as images of ``Y (n, d)``.
+
+    ``dD`` leaves out pairs with ``min(d, d~) < 1e-6`` (e.g. a sentence identical in both
+    languages, so ``x = y``), where the ratio is undefined; ``n_dD`` counts the pairs used.
+    """
     def cos(a, b):
         return (a * b).sum(1) / np.maximum(np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1),
                                            1e-12)
 
     d, d_new = np.linalg.norm(X - Y, axis=1), np.linalg.norm(mapped - Y, axis=1)
     c, c_new = cos(X, Y), cos(mapped, Y)
-    return {"dD": float(((d - d_new) / np.maximum(np.minimum(d, d_new), 1e-12)).mean()),
-            "dC": float((c_new - c).mean()), "fD": float((d_new < d).mean()),
-            "fC": float((c_new > c).mean()), "n": int(len(X))}
+    low = np.minimum(d, d_new)
+    ok = low >= 1e-6
+    dD = float(((d - d_new)[ok] / low[ok]).mean()) if ok.any() else float("nan")
+    return {"dD": dD, "dC": float((c_new - c).mean()), "fD": float((d_new < d).mean()),
+            "fC": float((c_new > c).mean()), "n": int(len(X)), "n_dD": int(ok.sum())}
 
 
 class LinearMap(Disentangler):

@@ -32,6 +32,15 @@ def test_lstsq_recovers_a_known_map(mapped_pairs):
     assert held["fD"] == 1.0 and held["fC"] > 0.9 and held["dD"] > 100 and held["n"] == 40
 
 
+def test_ridge_shrinks_the_map_towards_zero(mapped_pairs):
+    x, y, A, _ = mapped_pairs
+    plain = make_method("linear-map").fit(x, y, "de", "en").maps_["de"][0]
+    mild = make_method("linear-map", ridge=1e-3).fit(x, y, "de", "en").maps_["de"][0]
+    strong = make_method("linear-map", ridge=1e4).fit(x, y, "de", "en").maps_["de"][0]
+    np.testing.assert_allclose(mild, plain, atol=1e-3)
+    assert np.linalg.norm(strong) < 0.5 * np.linalg.norm(plain)
+
+
 def test_pairs_in_either_orientation_and_gradient_solver(mapped_pairs):
     x, y, A, b = mapped_pairs
     model = make_method("linear-map", solver="gradient", steps=200, lr=0.1).fit(

@@ -7,7 +7,9 @@ parallel embeddings ``x_i`` (language k) and ``y_i`` (pivot) of its pairs
 
 with ``solver``:
 
-* ``"lstsq"`` (default): closed-form least squares ``min sum_i |A x_i + b - y_i|^2``.
+* ``"lstsq"`` (default): closed-form least squares ``min sum_i |A x_i + b - y_i|^2``
+  (``+ ridge |A|_F^2`` when ``ridge > 0``: with few pairs per language in high
+  dimension the plain fit is ill-conditioned and overfits; see docs/recipes.md).
 * ``"gradient"``: Adam on ``(1/n) sum_i |A x_i + b - y_i|`` (the unsquared distance, as
   the paper's gradient version), from ``A = I, b = 0``, ``steps`` full-batch steps.
 * ``"procrustes"``: ``A`` orthogonal (centred orthogonal Procrustes, SVD), ``b`` fitted.
@@ -48,10 +50,16 @@ logger = logging.getLogger(__name__)
 SOLVERS = ("lstsq", "gradient", "procrustes", "procrustes-dilation")
 
 
-def fit_lstsq(X: np.ndarray, Y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(A (d, d), b (d,))`` minimising ``|X A^T + b - Y|^2`` for ``X, Y (n, d)``."""
+def fit_lstsq(X: np.ndarray, Y: np.ndarray, ridge: float = 0.0
+              ) -> tuple[np.ndarray, np.ndarray]:
+    """``(A (d, d), b (d,))`` minimising ``|X A^T + b - Y|^2 + ridge |A|^2`` for ``X, Y (n, d)``."""
     X1 = np.hstack([X, np.ones((len(X), 1), X.dtype)]).astype(np.float64)
-    W, *_ = np.linalg.lstsq(X1, Y.astype(np.float64), rcond=None)  # (d + 1, d)
+    if ridge > 0:  # normal equations; the bias is not penalised
+        penalty = ridge * np.eye(X1.shape[1])
+        penalty[-1, -1] = 0.0
+        W = np.linalg.solve(X1.T @ X1 + penalty, X1.T @ Y.astype(np.float64))
+    else:
+        W, *_ = np.linalg.lstsq(X1, Y.astype(np.float64), rcond=None)  # (d + 1, d)
     return W[:-1].T, W[-1]
 
 
@@ -132,7 +140,7 @@ class LinearMap(Disentangler):
 
     def __init__(self, solver: str = "lstsq", pivot: str = "en", heldout_fraction: float = 0.1,
                  unknown_language: str = "identity", steps: int = 500, lr: float = 1e-3,
-                 seed: int = 0) -> None:
+                 seed: int = 0, ridge: float = 0.0) -> None:
         if solver not in SOLVERS:
             raise ConfigError(f"solver must be one of {SOLVERS}; got {solver!r}")
         if unknown_language not in ("identity", "error"):
@@ -141,11 +149,14 @@ class LinearMap(Disentangler):
         if not 0 <= heldout_fraction < 0.5:
             raise ConfigError(f"heldout_fraction must be in [0, 0.5); got {heldout_fraction}")
         self.solver, self.pivot, self.heldout_fraction = solver, pivot, heldout_fraction
+        if ridge < 0:
+            raise ConfigError(f"ridge must be >= 0; got {ridge}")
         self.unknown_language, self.steps, self.lr, self.seed = unknown_language, steps, lr, seed
+        self.ridge = ridge
 
     def _solve(self, X: np.ndarray, Y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         if self.solver == "lstsq":
-            return fit_lstsq(X, Y)
+            return fit_lstsq(X, Y, self.ridge)
         if self.solver == "gradient":
             return fit_gradient(X, Y, self.steps, self.lr, self.seed)
         return fit_procrustes(X, Y, dilation=self.solver == "procrustes-dilation")

@@ -74,7 +74,8 @@ def test_trained_recipes_are_deterministic(name, toy_pairs):
     quick = {"max_epochs": 1, "batch_size": 64}
     a = make_method(name, **quick).fit(*toy_pairs, "en")
     b = make_method(name, **quick).fit(*toy_pairs, "en")
-    for (k, v), (_, w) in zip(a.head_.state_dict().items(), b.head_.state_dict().items()):
+    for (k, v), (_, w) in zip(a.head_.state_dict().items(), b.head_.state_dict().items(),
+                              strict=True):
         assert np.array_equal(v.numpy(), w.numpy()), k
     c = make_method(name, **quick, seed=1).fit(*toy_pairs, "en")
     assert not np.array_equal(a.meaning(toy_pairs[0][:5], "de"), c.meaning(toy_pairs[0][:5], "de"))
@@ -104,8 +105,8 @@ def test_loss_is_finite_and_every_head_parameter_gets_a_gradient(name, toy_pairs
 
 
 def test_composed_names_resolve_save_and_load(toy_pairs, tmp_path):
-    from disembed.methods import method_class
     from disembed.exceptions import UnknownNameError
+    from disembed.methods import method_class
 
     assert method_class("meat+oracle") is method_class("oracle+meat")
     model = make_method("oracle+seed", max_epochs=1, batch_size=64, oracle_variant="official-new")

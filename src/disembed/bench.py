@@ -179,9 +179,17 @@ def _run_one(config, spec, encoder, train, method, enc_dir: Path) -> RunResult:
     )
     model.save(run_dir / "model", metadata={"encoder": encoder.identity.to_dict(),
                                             "training": train.report()})
+    _save_items(scores, run_dir)
     result.to_json(result_path)
     logger.info("%s / %s: done in %.0fs", spec, method, t_eval - t0)
     return result
+
+
+def _save_items(scores, run_dir: Path) -> None:
+    """Per-item scores beside result.json, for paired significance tests later."""
+    from .analysis.items import save_items
+
+    save_items(scores, run_dir / "items.npz")
 
 
 def _init_params(method: str) -> list[str]:

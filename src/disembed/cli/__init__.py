@@ -9,8 +9,10 @@ from typing import Sequence
 
 from ..exceptions import DisembedError
 from . import bench, encode, evaluate, train
+from . import analyse
 
 VERBS = (encode, train, evaluate, bench)
+VERBS += (analyse,)
 
 
 def build_parser() -> argparse.ArgumentParser:

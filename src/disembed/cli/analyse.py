@@ -1,0 +1,87 @@
+"""``disembed analyse``: why one method wins. Trains methods (like ``bench``) and/or loads
+saved models, evaluates them, and runs the chosen analyses: semantic leakage (language-ID
+probe), code-switching robustness, alignment/uniformity geometry, paired significance
+tests, a Matryoshka-style dimensionality sweep, and plots. Writes ``<out>/analysis.md``
+with the PNGs beside it, and ``<out>/analysis.json``.
+
+``--bench DIR`` instead tests every "method A beats B" of a finished ``disembed bench``
+output (its per-item ``items.npz`` files) and writes ``<out>/significance.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from ..analysis.runner import ANALYSES, AnalysisConfig, run_analyses
+from ..bench import DEFAULT_METHODS, DEFAULT_TRAIN_LANGUAGES
+from .common import add_common, csv_list
+
+
+def add_parser(verbs) -> None:
+    p = verbs.add_parser("analyse", help="leakage, code-switching, geometry, significance, "
+                         "dimensionality and plots for several methods", description=__doc__)
+    p.add_argument("--model", action="append", default=[], metavar="DIR",
+                   help="a saved model directory (repeatable); its encoder is used")
+    p.add_argument("--bench", default=None, metavar="DIR",
+                   help="only significance tests over a finished 'disembed bench' folder")
+    p.add_argument("--methods", type=csv_list, default=None,
+                   help=f"methods to train on the fly (default without --model: "
+                        f"{','.join(DEFAULT_METHODS)}; with --model: none)")
+    p.add_argument("--encoder", default=None,
+                   help="encoder spec (default: the saved models' encoder, else e5-small)")
+    p.add_argument("--analyses", type=csv_list, default=list(ANALYSES),
+                   help=f"comma-separated subset of {','.join(ANALYSES)} (default: all)")
+    p.add_argument("--languages", type=csv_list, default=list(DEFAULT_TRAIN_LANGUAGES))
+    p.add_argument("--pairs-per-language", type=int, default=1000)
+    p.add_argument("--tasks", type=csv_list, default=["tatoeba", "sts17"])
+    p.add_argument("--tatoeba-languages", default="tatoeba-14")
+    p.add_argument("--max-eval-items", type=int, default=None)
+    p.add_argument("--sample-pairs", type=int, default=1000,
+                   help="held-out Tatoeba pairs for geometry and projections")
+    p.add_argument("--probe-per-language", type=int, default=400,
+                   help="Tatoeba sentences per language (and English) for the LID probe")
+    p.add_argument("--codeswitch-rate", type=float, default=0.3)
+    p.add_argument("--truncation-ks", type=lambda s: [int(x) for x in csv_list(s)],
+                   default=[16, 64, 128, 256])
+    p.add_argument("--n-resamples", type=int, default=2000)
+    p.add_argument("--max-epochs", type=int, default=None)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", default="runs/analysis")
+    add_common(p)
+    p.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.bench:
+        return _bench_significance(args)
+    methods = args.methods if args.methods is not None else (
+        [] if args.model else list(DEFAULT_METHODS))
+    config = AnalysisConfig(
+        encoder=args.encoder, methods=methods, models=args.model, analyses=args.analyses,
+        languages=args.languages, pairs_per_language=args.pairs_per_language, tasks=args.tasks,
+        tatoeba_languages=args.tatoeba_languages, max_eval_items=args.max_eval_items,
+        sample_pairs=args.sample_pairs, probe_per_language=args.probe_per_language,
+        codeswitch_rate=args.codeswitch_rate, truncation_ks=args.truncation_ks,
+        n_resamples=args.n_resamples, max_epochs=args.max_epochs, seed=args.seed,
+        out_dir=args.out, data_dir=args.data_dir, cache_dir=args.cache_dir)
+    run_analyses(config)
+    print(f"{args.out}/analysis.md")  # noqa: T201
+    return 0
+
+
+def _bench_significance(args: argparse.Namespace) -> int:
+    import json
+    from pathlib import Path
+
+    from ..analysis.items import compare_bench
+    from ..cache import atomic_write_bytes
+    from ..reports.analysis_report import render_comparisons
+
+    comparisons = compare_bench(args.bench, n_resamples=args.n_resamples, seed=args.seed)
+    out = Path(args.out)
+    text = "\n".join([f"# Significance of {args.bench}", "", *render_comparisons(comparisons)])
+    atomic_write_bytes(out / "significance.md", [text.encode()])
+    atomic_write_bytes(out / "significance.json", [json.dumps(
+        [c.to_dict() for c in comparisons], indent=2, default=str).encode()])
+    print(text)  # noqa: T201
+    return 0

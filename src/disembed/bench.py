@@ -21,7 +21,7 @@ from .data.languages import normalize_language
 from .data.training_set import build_training_set
 from .encoders import DEFAULT_ENCODER, HashEncoder, load_encoder
 from .exceptions import ConfigError
-from .methods import METHODS, make_method
+from .methods import METHODS, make_method, method_class
 from .pipeline import cached, evaluate, fit_method
 from .provenance import environment
 from .results import RunResult
@@ -32,6 +32,11 @@ logger = logging.getLogger(__name__)
 DEFAULT_TRAIN_LANGUAGES = ("ar", "de", "es", "et", "fr", "it", "ne", "nl", "ro", "si", "tr", "zh")
 DEFAULT_METHODS = ("baseline", "mean-centering", "seed")
 DEFAULT_TASKS = ("tatoeba", "sts17", "wmt20-qe")
+
+
+def all_methods() -> list[str]:
+    """``--methods all``: the default methods first, then every other registered one."""
+    return list(DEFAULT_METHODS) + [n for n in METHODS.names() if n not in DEFAULT_METHODS]
 
 
 @dataclass
@@ -56,8 +61,11 @@ class BenchConfig:
     def __post_init__(self) -> None:
         if not self.encoders:
             raise ConfigError("bench needs at least one encoder, e.g. encoders=['e5-small']")
+        if "all" in self.methods:
+            self.methods = list(dict.fromkeys(
+                m for name in self.methods for m in (all_methods() if name == "all" else [name])))
         for name in self.methods:
-            METHODS.get(name)  # unknown names raise with a suggestion
+            method_class(name)  # unknown names raise with a suggestion
         self.languages = [normalize_language(x) for x in self.languages]
         if self.pairs_per_language is not None and self.pairs_per_language < 20:
             raise ConfigError(f"pairs_per_language must be >= 20 (or None for all); got "
@@ -147,8 +155,9 @@ def _run_one(config, spec, encoder, train, method, enc_dir: Path) -> RunResult:
             return previous
     t0 = time.perf_counter()
     enc_before = encoder.stats.encode_seconds + encoder.stats.lookup_seconds
-    params = {"seed": config.seed} if "seed" in _init_params(method) else {}
-    params.update(config.method_params.get(method, {}))
+    accepted = _init_params(method)
+    params = {"seed": config.seed} if "seed" in accepted else {}
+    params.update({k: v for k, v in config.method_params.get(method, {}).items() if k in accepted})
     model = fit_method(method, encoder, train.pairs, params=params,
                        checkpoint_dir=run_dir / "checkpoint")
     t_fit = time.perf_counter()
@@ -159,7 +168,8 @@ def _run_one(config, spec, encoder, train, method, enc_dir: Path) -> RunResult:
     result = RunResult(
         method=method, method_params=model.get_params(), encoder=encoder.identity.to_dict(),
         seed=config.seed, scores=[s.to_dict() for s in scores],
-        training={"data": train.report(), "history": asdict(history) if history else None},
+        training={"data": train.report(), "history": asdict(history) if history else None,
+                  "diagnostics": getattr(model, "diagnostics_", None)},
         timings={"fit_seconds": t_fit - t0, "train_seconds": getattr(model, "fit_seconds_", 0.0),
                  "evaluate_seconds": t_eval - t_fit,
                  "encode_seconds": encoder.stats.encode_seconds + encoder.stats.lookup_seconds
@@ -185,7 +195,7 @@ def _save_items(scores, run_dir: Path) -> None:
 def _init_params(method: str) -> list[str]:
     import inspect
 
-    return list(inspect.signature(METHODS.get(method).__init__).parameters)
+    return list(inspect.signature(method_class(method).__init__).parameters)
 
 
 def _floor_run(config: BenchConfig, run_dir: Path) -> RunResult:

@@ -99,3 +99,31 @@ def test_bench_runs_resumes_and_reports(env, capsys):
 def test_unknown_method_in_bench_suggests(env, capsys):
     assert main(["bench", "--encoders", "hash:16", "--methods", "sed"]) == 2
     assert "Did you mean 'seed'" in capsys.readouterr().err
+
+
+def test_train_composed_recipe_and_evaluate_it(env, capsys):
+    out = env / "om"
+    assert main(["train", "--method", "oracle+meat", "--encoder", "hash:16", "--languages",
+                 "de,zh", "--pairs-per-language", "40", "--max-epochs", "2", "--out",
+                 str(out)]) == 0
+    assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["method"] == "oracle+meat"
+    assert json.loads((out / "config.json").read_text())["method"] == "oracle+meat"
+    assert main(["evaluate", "--model", str(out), "--tasks", "sts17"]) == 0
+    assert "sts17 language" in capsys.readouterr().out
+
+
+def test_bench_all_methods_gives_one_matrix(env, capsys):
+    from disembed.bench import all_methods
+
+    assert main(["bench", "--encoders", "hash:16", "--languages", "de,zh", "--pairs-per-language",
+                 "40", "--max-epochs", "1", "--methods", "all", "--no-floor", "--tasks",
+                 "sts17,wmt20-qe", "--out", str(env / "bench")]) == 0
+    report = (env / "bench" / "results.md").read_text()
+    for method in all_methods():
+        assert f"hash:16 / {method} |" in report, method
+    runs = json.loads((env / "bench" / "bench.json").read_text())["runs"]
+    assert [r["method"] for r in runs] == all_methods()
+    linear = next(r for r in runs if r["method"] == "linear-map")
+    assert set(linear["training"]["diagnostics"]) == {"de", "zh"}
+    assert "dD" in linear["training"]["diagnostics"]["de"]["heldout"]
+    assert "## Map diagnostics" in report and "hash:16 / linear-map | zh |" in report

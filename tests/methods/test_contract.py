@@ -7,9 +7,10 @@ import pytest
 from safetensors.numpy import save_file
 
 from disembed.exceptions import CheckpointError, NotFittedError, ShapeError
-from disembed.methods import METHODS, load_disentangler, make_method
+from disembed.methods import METHODS, NeuralDisentangler, load_disentangler, make_method
 
-FAST = {"seed": {"max_epochs": 2, "batch_size": 64}}
+TRAINED = [n for n in METHODS.names() if issubclass(METHODS.get(n), NeuralDisentangler)]
+FAST = {n: {"max_epochs": 2, "batch_size": 64} for n in TRAINED}
 
 
 def _fitted(name, toy_pairs):
@@ -68,11 +69,58 @@ def test_load_names_missing_files(tmp_path):
         load_disentangler(tmp_path)
 
 
-def test_seed_is_deterministic(toy_pairs):
-    a = _fitted("seed", toy_pairs)
-    b = _fitted("seed", toy_pairs)
-    for (k, v), (_, w) in zip(a.head_.state_dict().items(), b.head_.state_dict().items()):
+@pytest.mark.parametrize("name", TRAINED)
+def test_trained_recipes_are_deterministic(name, toy_pairs):
+    quick = {"max_epochs": 1, "batch_size": 64}
+    a = make_method(name, **quick).fit(*toy_pairs, "en")
+    b = make_method(name, **quick).fit(*toy_pairs, "en")
+    for (k, v), (_, w) in zip(a.head_.state_dict().items(), b.head_.state_dict().items(),
+                              strict=True):
         assert np.array_equal(v.numpy(), w.numpy()), k
+    c = make_method(name, **quick, seed=1).fit(*toy_pairs, "en")
+    assert not np.array_equal(a.meaning(toy_pairs[0][:5], "de"), c.meaning(toy_pairs[0][:5], "de"))
+
+
+@pytest.mark.parametrize("name", TRAINED + ["oracle+seed", "oracle+intra"])
+def test_loss_is_finite_and_every_head_parameter_gets_a_gradient(name, toy_pairs):
+    import torch
+
+    from disembed.training.trainer import _make_batch
+
+    src, tgt, src_lang = toy_pairs
+    model = make_method(name, max_epochs=1, batch_size=64).fit(src, tgt, src_lang, "en")
+    ids = {lang: i for i, lang in enumerate(model.languages_)}
+    s_ids = torch.tensor([ids[x] for x in src_lang[:64]])
+    batch = _make_batch(torch.tensor(src[:64]), torch.tensor(tgt[:64]), s_ids,
+                        torch.full((64,), ids["en"]), torch.arange(64),
+                        torch.Generator().manual_seed(0), "mask")
+    model.head_.zero_grad()
+    loss, terms = model.loss(model.head_, batch)
+    assert loss.dim() == 0 and torch.isfinite(loss)
+    assert set(terms) == set(model.term_weights())
+    assert all(torch.isfinite(v) for v in terms.values())
+    loss.backward()
+    for key, p in model.head_.named_parameters():
+        assert p.grad is not None and p.grad.abs().sum() > 0, key
+
+
+def test_composed_names_resolve_save_and_load(toy_pairs, tmp_path):
+    from disembed.exceptions import UnknownNameError
+    from disembed.methods import method_class
+
+    assert method_class("meat+oracle") is method_class("oracle+meat")
+    model = make_method("oracle+seed", max_epochs=1, batch_size=64, oracle_variant="official-new")
+    model.fit(*toy_pairs, "en")
+    model.save(tmp_path / "m")
+    config = json.loads((tmp_path / "m" / "config.json").read_text())
+    assert config["method"] == "oracle+seed"
+    assert config["params"]["oracle_variant"] == "official-new"
+    loaded = load_disentangler(tmp_path / "m")
+    assert loaded.term_weights() == model.term_weights()
+    np.testing.assert_allclose(loaded.meaning(toy_pairs[0][:5], "de"),
+                               model.meaning(toy_pairs[0][:5], "de"), atol=1e-6)
+    with pytest.raises(UnknownNameError, match="cannot compose ORACLE with 'baseline'"):
+        make_method("oracle+baseline")
 
 
 def test_seed_learns_to_remove_language(toy_pairs):

@@ -19,15 +19,17 @@ def test_too_few_pairs_is_a_clear_error():
         make_method("seed").fit(X, X, "de", "en")
 
 
-def test_interrupted_training_resumes_to_the_same_weights(toy_pairs, tmp_path):
+@pytest.mark.parametrize("method", ["seed", "meat"])
+def test_interrupted_training_resumes_to_the_same_weights(method, toy_pairs, tmp_path):
+    """For MEAT this also covers the discriminator: its weights and Adam state resume."""
     src, tgt, src_lang = toy_pairs
     params = dict(max_epochs=6, batch_size=64, patience=100)
-    straight = make_method("seed", **params).fit(src, tgt, src_lang, "en")
+    straight = make_method(method, **params).fit(src, tgt, src_lang, "en")
 
     class Stop(Exception):
         pass
 
-    interrupted = make_method("seed", **params)
+    interrupted = make_method(method, **params)
     import disembed.training.trainer as trainer_module
 
     real_save = trainer_module.save_checkpoint
@@ -45,11 +47,16 @@ def test_interrupted_training_resumes_to_the_same_weights(toy_pairs, tmp_path):
             interrupted.fit(src, tgt, src_lang, "en", checkpoint_dir=tmp_path)
     finally:
         trainer_module.save_checkpoint = real_save
-    resumed = make_method("seed", **params).fit(src, tgt, src_lang, "en", checkpoint_dir=tmp_path)
+    resumed = make_method(method, **params).fit(src, tgt, src_lang, "en",
+                                                checkpoint_dir=tmp_path)
     assert len(resumed.history_.epochs) == 6
     for key, value in straight.head_.state_dict().items():
         np.testing.assert_allclose(resumed.head_.state_dict()[key].numpy(), value.numpy(),
                                    atol=1e-6)
+    if method == "meat":
+        for key, value in straight.discriminator_.state_dict().items():
+            np.testing.assert_allclose(resumed.discriminator_.state_dict()[key].numpy(),
+                                       value.numpy(), atol=1e-6)
 
 
 def test_checkpoint_of_another_run_is_moved_aside(toy_pairs, tmp_path):
@@ -70,3 +77,34 @@ def test_early_stopping_restores_best_epoch(toy_pairs):
     best = min(e["val_loss"] for e in hist.epochs)
     assert hist.epochs[hist.best_epoch - 1]["val_loss"] == best
     assert len(hist.epochs) == hist.best_epoch + 2
+
+
+def test_meat_alternates_discriminator_and_generator_steps(toy_pairs):
+    """The discriminator learns to name the language of m while the heads learn to hide it."""
+    import torch
+
+    src, tgt, src_lang = toy_pairs
+    model = make_method("meat", max_epochs=1, batch_size=64)
+    model.languages_ = ["de", "en", "zh"]
+    before = model._new_adversary(16).module.weight.detach().clone()  # the seeded init
+    steps = {"n": 0}
+    real_loss = type(model).adversary_loss
+
+    def counting(self, batch):
+        steps["n"] += 1
+        return real_loss(self, batch)
+
+    type(model).adversary_loss = counting
+    try:
+        model.fit(src, tgt, src_lang, "en")
+    finally:
+        type(model).adversary_loss = real_loss
+    assert steps["n"] == 9  # one discriminator step per training batch: ceil(540 / 64)
+    assert not torch.equal(model.discriminator_.weight, before)
+
+
+def test_on_epoch_end_sees_every_epoch(toy_pairs):
+    seen = []
+    make_method("dream", max_epochs=3, batch_size=64, patience=100).fit(
+        *toy_pairs, "en", on_epoch_end=seen.append)
+    assert [r["epoch"] for r in seen] == [1, 2, 3] and "val_terms" in seen[0]

@@ -53,10 +53,10 @@ class AnalysisConfig:
         unknown = [a for a in self.analyses if a not in ANALYSES]
         if unknown:
             raise ConfigError(f"unknown analyses {unknown}; choose from {', '.join(ANALYSES)}")
-        from ..methods import METHODS
+        from ..methods import method_class
 
         for name in self.methods:
-            METHODS.get(name)
+            method_class(name)  # registered names and oracle+<recipe>
         if not self.methods and not self.models:
             raise ConfigError("nothing to analyse: give methods to train or saved --model dirs")
 
@@ -102,9 +102,9 @@ def _load_models(config: AnalysisConfig) -> tuple[list[tuple[str, Any]], str | N
 
 def _params(method: str, config: AnalysisConfig) -> dict:
     """Seed and epoch cap for the methods that take them."""
-    from ..methods import METHODS
+    from ..methods import method_class
 
-    accepted = inspect.signature(METHODS.get(method).__init__).parameters
+    accepted = inspect.signature(method_class(method).__init__).parameters
     params = {"seed": config.seed} if "seed" in accepted else {}
     if config.max_epochs is not None and "max_epochs" in accepted:
         params["max_epochs"] = config.max_epochs

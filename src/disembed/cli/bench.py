@@ -18,7 +18,9 @@ def add_parser(verbs) -> None:
                          description=__doc__)
     p.add_argument("--encoders", type=csv_list, default=["e5-small"],
                    help="comma-separated encoder specs (default: e5-small)")
-    p.add_argument("--methods", type=csv_list, default=list(DEFAULT_METHODS))
+    p.add_argument("--methods", type=csv_list, default=list(DEFAULT_METHODS),
+                   help="comma-separated methods, or 'all' for every registered one "
+                        f"(default: {','.join(DEFAULT_METHODS)})")
     p.add_argument("--languages", type=csv_list, default=list(DEFAULT_TRAIN_LANGUAGES),
                    help="training languages, each paired with English")
     p.add_argument("--pairs-per-language", type=int, default=1000)
@@ -36,12 +38,19 @@ def add_parser(verbs) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    import inspect
+
+    from ..bench import all_methods
+    from ..methods import method_class
+
+    methods = list(dict.fromkeys(
+        m for name in args.methods for m in (all_methods() if name == "all" else [name])))
     method_params = {}
     if args.max_epochs is not None:
-        method_params = {m: {"max_epochs": args.max_epochs} for m in args.methods
-                         if m not in ("baseline", "mean-centering")}
+        method_params = {m: {"max_epochs": args.max_epochs} for m in methods
+                         if "max_epochs" in inspect.signature(method_class(m).__init__).parameters}
     config = BenchConfig(
-        encoders=args.encoders, methods=args.methods, languages=args.languages,
+        encoders=args.encoders, methods=methods, languages=args.languages,
         pairs_per_language=args.pairs_per_language, tasks=args.tasks,
         tatoeba_languages=args.tatoeba_languages, max_eval_items=args.max_eval_items,
         seed=args.seed, method_params=method_params, floor=not args.no_floor,

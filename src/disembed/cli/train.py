@@ -13,7 +13,7 @@ import logging
 from ..bench import DEFAULT_TRAIN_LANGUAGES
 from ..data.parallel import read_parallel_tsv
 from ..data.training_set import build_training_set
-from ..methods import METHODS
+from ..methods import METHODS, method_class
 from ..pipeline import fit_method
 from .common import add_common, add_encoder, csv_list, encoder_from_args
 
@@ -22,7 +22,8 @@ logger = logging.getLogger(__name__)
 
 def add_parser(verbs) -> None:
     p = verbs.add_parser("train", help="train a disentangler and save it", description=__doc__)
-    p.add_argument("--method", default="seed", help=f"one of {', '.join(METHODS.names())}")
+    p.add_argument("--method", default="seed",
+                   help=f"one of {', '.join(METHODS.names())}, or oracle+<trained recipe>")
     p.add_argument("--out", required=True, help="directory for config.json + model.safetensors")
     data = p.add_argument_group("training data")
     data.add_argument("--languages", type=csv_list, default=list(DEFAULT_TRAIN_LANGUAGES),
@@ -65,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
     params = {k: v for k, v in (("lr", args.lr), ("batch_size", args.train_batch_size),
                                 ("max_epochs", args.max_epochs), ("patience", args.patience),
                                 ("negatives", args.negatives)) if v is not None}
-    cls = METHODS.get(args.method)
+    cls = method_class(args.method)
     import inspect
 
     accepted = inspect.signature(cls.__init__).parameters

@@ -135,7 +135,7 @@ def load_disentangler(directory: str | Path) -> Disentangler:
     from safetensors import SafetensorError
     from safetensors.numpy import load_file
 
-    from . import METHODS
+    from . import method_class
 
     directory = Path(directory)
     cfg_path, weights_path = directory / "config.json", directory / "model.safetensors"
@@ -167,7 +167,7 @@ def load_disentangler(directory: str | Path) -> Disentangler:
         raise CheckpointError(
             f"{weights_path} does not match {cfg_path}: missing keys {missing}, unexpected keys "
             f"{unexpected}, wrong shapes {[(k, expected[k], got[k]) for k in wrong]}")
-    model = METHODS.get(config["method"])(**config["params"])
+    model = method_class(config["method"])(**config["params"])
     model.dim_ = int(config["dim"])
     model._set_state(state, config.get("learned", {}))
     model.metadata_ = config.get("metadata", {})

@@ -7,6 +7,11 @@ follows the papers: ``s``, ``t`` are the embeddings of a translation pair (B, d)
 another sentence of the language of ``s`` (a same-language negative), likewise
 ``t'`` (``tn``). Cosines are row-wise; every term is a mean over the batch, and
 terms with negatives average only over rows that have one (``neg_s``/``neg_t``).
+
+Some terms need more than the two parts: the batch's language ids (``s_lang``,
+``t_lang``), a language classifier's logits on ``s_L``/``t_L`` (``s_lid``, ``t_lid``,
+DREAM) or a discriminator's logits on ``s_M``/``t_M`` (``s_adv``, ``t_adv``, MEAT).
+Those views are optional and a term that needs a missing one raises ``ConfigError``.
 """
 
 from __future__ import annotations
@@ -40,6 +45,12 @@ class BatchViews:
     neg_t: torch.Tensor
     s_neg: torch.Tensor | None = None  # (B,) indices of sn in the batch, when gathered
     t_neg: torch.Tensor | None = None
+    s_lang: torch.Tensor | None = None  # (B,) int64 language ids
+    t_lang: torch.Tensor | None = None
+    s_lid: torch.Tensor | None = None  # (B, K) language-ID logits of s_L (DREAM)
+    t_lid: torch.Tensor | None = None
+    s_adv: torch.Tensor | None = None  # (B, K) discriminator logits of s_M (MEAT)
+    t_adv: torch.Tensor | None = None
 
     def __post_init__(self) -> None:
         self._units: dict[str, torch.Tensor] = {}
@@ -57,6 +68,15 @@ class BatchViews:
     def cos(self, a: str, b: str) -> torch.Tensor:
         """Row-wise cosine of two named views, (B,)."""
         return (self.unit(a) * self.unit(b)).sum(-1)
+
+    def need(self, *names: str) -> list[torch.Tensor]:
+        """Optional views ``names``; a clear error when the recipe did not provide one."""
+        missing = [n for n in names if getattr(self, n) is None]
+        if missing:
+            raise ConfigError(f"this constraint term needs the batch views {missing}, which this "
+                              "recipe's head does not produce (language ids, a language "
+                              "classifier or a discriminator); use a recipe that has them")
+        return [getattr(self, n) for n in names]
 
 
 def pick(x: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
@@ -113,6 +133,65 @@ def cross_reconstruction_translation(v: BatchViews) -> torch.Tensor:
             + (1 - (v.unit("t") * unit(v.s_M + v.t_L)).sum(-1)).mean())
 
 
+def reconstruction_mse(v: BatchViews) -> torch.Tensor:
+    """``mse(s_M + s_L, s) + mse(t_M + t_L, t)`` (mean over rows and dimensions; DREAM's L_R)."""
+    return (F.mse_loss(v.s_M + v.s_L, v.s) + F.mse_loss(v.t_M + v.t_L, v.t))
+
+
+def reconstruction_cos(v: BatchViews) -> torch.Tensor:
+    """``2 - cos(s, s_M + s_L) - cos(t, t_M + t_L)`` (MEAT's reconstruction)."""
+    return ((1 - (v.unit("s") * unit(v.s_M + v.s_L)).sum(-1)).mean()
+            + (1 - (v.unit("t") * unit(v.t_M + v.t_L)).sum(-1)).mean())
+
+
+def language_push_translation(v: BatchViews) -> torch.Tensor:
+    """``max(0, cos(s_L, t_L))``: the two languages of a pair get different language parts."""
+    return F.relu(v.cos("s_L", "t_L")).mean()
+
+
+def orthogonality_abs(v: BatchViews) -> torch.Tensor:
+    """``|cos(s_M, s_L)| + |cos(t_M, t_L)|`` (ORACLE's official ``oracle_old`` variant)."""
+    return v.cos("s_M", "s_L").abs().mean() + v.cos("t_M", "t_L").abs().mean()
+
+
+def language_identification(v: BatchViews) -> torch.Tensor:
+    """``CE(lid(s_L), lang(s)) + CE(lid(t_L), lang(t))``: the language part names its language."""
+    s_lid, t_lid, s_lang, t_lang = v.need("s_lid", "t_lid", "s_lang", "t_lang")
+    return F.cross_entropy(s_lid, s_lang) + F.cross_entropy(t_lid, t_lang)
+
+
+def adversarial_uniform(v: BatchViews) -> torch.Tensor:
+    """``CE(D(s_M), uniform) + CE(D(t_M), uniform)``: the discriminator ``D`` cannot tell the
+    language from the meaning part (MEAT's generator side; ``D`` is trained apart)."""
+    s_adv, t_adv = v.need("s_adv", "t_adv")
+    return (-F.log_softmax(s_adv, -1).mean(-1)).mean() + (-F.log_softmax(t_adv, -1).mean(-1)).mean()
+
+
+def _pairwise_cos(x_unit: torch.Tensor) -> torch.Tensor:
+    return x_unit @ x_unit.T  # (B, B)
+
+
+def _same_language_mean(c: torch.Tensor, lang: torch.Tensor) -> torch.Tensor:
+    """Mean of ``1 - c[i, j]`` over pairs ``i != j`` of one language; 0 when there are none."""
+    mask = (lang[:, None] == lang[None, :]).float()
+    mask.fill_diagonal_(0.0)
+    return ((1 - c) * mask).sum() / mask.sum().clamp_min(1.0)
+
+
+def language_cluster(v: BatchViews) -> torch.Tensor:
+    """ORACLE's L_IC, per language: ``mean_{i!=j, lang(s_i)=lang(s_j)} (1 - cos(s_L^i, s_L^j))``
+    plus the same over ``t``: every pair of same-language rows in the batch, masked."""
+    s_lang, t_lang = v.need("s_lang", "t_lang")
+    return (_same_language_mean(_pairwise_cos(v.unit("s_L")), s_lang)
+            + _same_language_mean(_pairwise_cos(v.unit("t_L")), t_lang))
+
+
+def language_cluster_batch(v: BatchViews) -> torch.Tensor:
+    """ORACLE's official L_IC: ``mean_{i,j} (2 - cos(s_L^i, s_L^j) - cos(t_L^i, t_L^j))`` over
+    all ``B x B`` pairs (diagonal included), whatever their languages."""
+    return (2 - _pairwise_cos(v.unit("s_L")) - _pairwise_cos(v.unit("t_L"))).mean()
+
+
 TERMS: dict[str, Callable[[BatchViews], torch.Tensor]] = {
     "translation_meaning_pull": translation_meaning_pull,
     "negative_meaning_push": negative_meaning_push,
@@ -120,6 +199,21 @@ TERMS: dict[str, Callable[[BatchViews], torch.Tensor]] = {
     "orthogonality": orthogonality,
     "cross_reconstruction_language": cross_reconstruction_language,
     "cross_reconstruction_translation": cross_reconstruction_translation,
+    "reconstruction_mse": reconstruction_mse,
+    "reconstruction_cos": reconstruction_cos,
+    "language_push_translation": language_push_translation,
+    "orthogonality_abs": orthogonality_abs,
+    "language_identification": language_identification,
+    "adversarial_uniform": adversarial_uniform,
+    "language_cluster": language_cluster,
+    "language_cluster_batch": language_cluster_batch,
+}
+
+#: Terms that read a view beyond the two parts: which optional views each one needs.
+NEEDS: dict[str, tuple[str, ...]] = {
+    "language_identification": ("lid", "lang"),
+    "adversarial_uniform": ("adv",),
+    "language_cluster": ("lang",),
 }
 
 
@@ -130,6 +224,15 @@ def check_weights(weights: Mapping[str, float]) -> dict[str, float]:
     if not weights:
         raise ConfigError("a recipe needs at least one constraint term with a weight")
     return {name: float(w) for name, w in weights.items()}
+
+
+def add_weights(*presets: Mapping[str, float]) -> dict[str, float]:
+    """Several presets as one: weights of a term present in more than one are summed."""
+    out: dict[str, float] = {}
+    for preset in presets:
+        for name, w in preset.items():
+            out[name] = out.get(name, 0.0) + float(w)
+    return out
 
 
 def weighted_loss(v: BatchViews, weights: Mapping[str, float]

@@ -16,3 +16,27 @@ class LinearResidualHead(nn.Module):
     def forward(self, e: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         m = self.meaning(e)  # (B, d)
         return m, e - m
+
+
+def _layer(dim: int, hidden: int) -> nn.Module:
+    """``Linear(d, d)`` when ``hidden == 0``, else ``Linear(d, h) -> ReLU -> Linear(h, d)``."""
+    if hidden <= 0:
+        return nn.Linear(dim, dim)
+    return nn.Sequential(nn.Linear(dim, hidden), nn.ReLU(), nn.Linear(hidden, dim))
+
+
+class TwoHeads(nn.Module):
+    """DREAM's and MEAT's head: ``m = MLP_m(e)``, ``l = MLP_l(e)``, two independent maps.
+
+    With ``n_languages > 0`` it also carries DREAM's language classifier
+    ``lid(l) = W l + b`` ``(B, d) -> (B, K)``, used only by the loss.
+    """
+
+    def __init__(self, dim: int, hidden: int = 0, n_languages: int = 0) -> None:
+        super().__init__()
+        self.meaning = _layer(dim, hidden)
+        self.language = _layer(dim, hidden)
+        self.lid = nn.Linear(dim, n_languages) if n_languages > 0 else None
+
+    def forward(self, e: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.meaning(e), self.language(e)  # (B, d), (B, d)

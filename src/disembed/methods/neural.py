@@ -1,7 +1,9 @@
 """Shared plumbing of the trained recipes: a head, the trainer, save/load of the head.
 
 A subclass says which head it trains (:meth:`build_head`) and which constraint
-terms with which weights form its loss (:meth:`term_weights`); everything else
+terms with which weights form its loss (:meth:`term_weights`); a recipe with an
+adversary (MEAT) also builds one (:meth:`build_adversary`) and says what it
+minimises (:meth:`adversary_loss`); everything else
 (seeding, language ids, negatives, early stopping, checkpoints, strict loading)
 lives here once.
 """
@@ -10,15 +12,16 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, ClassVar, Mapping
 
 import numpy as np
 import torch
 
 from ..exceptions import CheckpointError
-from ..training import Batch, TrainConfig, train
+from ..training import Adversary, Batch, TrainConfig, train
 from .base import Disentangler, Languages, as_language_array
-from .constraints import BatchViews, check_weights, pick, weighted_loss
+from .constraints import NEEDS, BatchViews, check_weights, pick, weighted_loss
+from .heads import TwoHeads
 
 logger = logging.getLogger(__name__)
 
@@ -38,6 +41,14 @@ class NeuralDisentangler(Disentangler):
         raise NotImplementedError
 
     def term_weights(self) -> Mapping[str, float]:
+        raise NotImplementedError
+
+    def build_adversary(self, dim: int) -> torch.nn.Module | None:
+        """A module trained against the head (MEAT's discriminator); ``None``: no adversary."""
+        return None
+
+    def adversary_loss(self, batch: Batch) -> torch.Tensor:
+        """What the adversary minimises on one batch (only with :meth:`build_adversary`)."""
         raise NotImplementedError
 
     # --- training ------------------------------------------------------------
@@ -63,12 +74,29 @@ class NeuralDisentangler(Disentangler):
             sn_L=pick(s_L, batch.s_neg), tn=pick(batch.t, batch.t_neg),
             tn_M=pick(t_M, batch.t_neg), tn_L=pick(t_L, batch.t_neg),
             neg_s=batch.s_valid, neg_t=batch.t_valid, s_neg=batch.s_neg, t_neg=batch.t_neg,
+            s_lang=batch.s_lang, t_lang=batch.t_lang,
         )
+        needs = getattr(self, "_needs", None)
+        if needs is None:  # weights set by hand (tests): derive the needs once
+            self._needs = needs = {x for name in self._weights for x in NEEDS.get(name, ())}
+        if "lid" in needs:  # DREAM: the head's language classifier on l
+            logits = head.lid(L)  # (2B, K)
+            views.s_lid, views.t_lid = logits[:n], logits[n:]
+        if "adv" in needs:  # MEAT: the discriminator on m (its own weights move elsewhere)
+            logits = self.discriminator_(M)  # (2B, K)
+            views.s_adv, views.t_adv = logits[:n], logits[n:]
         return weighted_loss(views, self._weights)
+
+    def _prepare(self) -> None:
+        """Check the recipe's weights and note which optional batch views they need."""
+        self._weights = check_weights(self.term_weights())
+        self._needs = {x for name in self._weights for x in NEEDS.get(name, ())}
 
     def fit(self, src: np.ndarray, tgt: np.ndarray, src_lang: Languages, tgt_lang: Languages,
             *, checkpoint_dir: str | Path | None = None,
             on_epoch_end: Callable[[dict], None] | None = None) -> "NeuralDisentangler":
+        """Train on ``n`` pairs ``src (n, d)``, ``tgt (n, d)``; ``on_epoch_end(record)`` is
+        called after every epoch with the trainer's per-epoch record."""
         src, tgt = np.asarray(src, np.float32), np.asarray(tgt, np.float32)
         if src.shape != tgt.shape or src.ndim != 2:
             from ..exceptions import ShapeError
@@ -81,16 +109,27 @@ class NeuralDisentangler(Disentangler):
         lang_id = {lang: i for i, lang in enumerate(self.languages_)}
         s_ids = np.array([lang_id[x] for x in s_lang], dtype=np.int64)
         t_ids = np.array([lang_id[x] for x in t_lang], dtype=np.int64)
-        self._weights = check_weights(self.term_weights())
+        self._prepare()
         config = self.train_config
         torch.manual_seed(self.seed)
         self.head_ = self._new_head(src.shape[1])
+        adversary = self._new_adversary(src.shape[1])
         self.history_ = train(
             self.head_, lambda b: self.loss(self.head_, b), src, tgt, s_ids, t_ids, config,
             checkpoint_dir=checkpoint_dir, on_epoch_end=on_epoch_end,
-            fingerprint_extra={"method": self.method, "params": self.get_params()})
+            fingerprint_extra={"method": self.method, "params": self.get_params()},
+            adversary=adversary)
         self.dim_ = int(src.shape[1])
         return self
+
+    def _new_adversary(self, dim: int) -> Adversary | None:
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(self.seed + 7919)
+            module = self.build_adversary(dim)
+        if module is None:
+            return None
+        self.discriminator_ = module
+        return Adversary(module, self.adversary_loss)
 
     # --- inference -----------------------------------------------------------
     @torch.no_grad()
@@ -128,6 +167,7 @@ class NeuralDisentangler(Disentangler):
         return {"languages": self.languages_, "training": summary}
 
     def _set_state(self, state: dict[str, np.ndarray], extra: dict[str, Any]) -> None:
+        self.languages_ = list(extra.get("languages", []))
         head = self.build_head(self.dim_)
         try:
             head.load_state_dict({k: torch.from_numpy(v.copy()) for k, v in state.items()},
@@ -137,4 +177,22 @@ class NeuralDisentangler(Disentangler):
                                   f"{self.dim_}: {exc}") from None
         head.eval()
         self.head_ = head
-        self.languages_ = list(extra.get("languages", []))
+
+
+class TwoHeadRecipe(NeuralDisentangler):
+    """Base of the recipes on two independent heads ``m = MLP_m(e)``, ``l = MLP_l(e)``
+    (DREAM, MEAT, ORACLE): ``hidden = 0`` makes each head one linear layer."""
+
+    #: whether the head carries a language classifier on ``l`` (DREAM)
+    language_classifier: ClassVar[bool] = False
+
+    def __init__(self, lr: float = 1e-4, batch_size: int = 512, max_epochs: int = 100,
+                 patience: int = 5, val_fraction: float = 0.1, seed: int = 0,
+                 negatives: str = "paper", hidden: int = 0) -> None:
+        super().__init__(lr=lr, batch_size=batch_size, max_epochs=max_epochs, patience=patience,
+                         val_fraction=val_fraction, seed=seed, negatives=negatives)
+        self.hidden = hidden
+
+    def build_head(self, dim: int) -> torch.nn.Module:
+        classes = len(self.languages_) if self.language_classifier else 0
+        return TwoHeads(dim, hidden=self.hidden, n_languages=classes)

@@ -51,6 +51,24 @@ def _timing_table(result: "BenchResult") -> str:
     return "\n".join(lines)
 
 
+def _map_table(runs) -> str:
+    """Per-language diagnostics of runs that have them (``linear-map``), or ``""``."""
+    lines = []
+    for run in runs:
+        for lang, diag in sorted(((run.training or {}).get("diagnostics") or {}).items()):
+            m, h = diag.get("matrix", {}), diag.get("heldout", {})
+            cells = [m.get(k) for k in ("p_mean_abs", "p_std", "alpha_mean", "alpha_cv",
+                                        "alpha_range")] + [h.get(k) for k in ("dD", "dC", "fD",
+                                                                               "fC")]
+            lines.append(f"| {_label(run)} | {lang} | {diag.get('n_fit', '')} | {h.get('n', '')} | "
+                         + " | ".join("" if c is None else f"{c:.3f}" for c in cells) + " |")
+    if not lines:
+        return ""
+    return "\n".join(["| run | language | fit pairs | held-out pairs | mean abs p | std p | "
+                      "mean alpha | sigma/mean alpha | range/mean alpha | dD | dC | fD | fC |",
+                      "|---|---|" + "---:|" * 11] + lines)
+
+
 def render_bench(result: "BenchResult") -> str:
     cfg, env = result.config, result.environment
     flat = [(_label(r), s) for r in result.runs for s in r.task_scores()]
@@ -79,6 +97,10 @@ def render_bench(result: "BenchResult") -> str:
         "",
         _timing_table(result),
     ]
+    maps = _map_table(result.runs)
+    if maps:
+        parts += ["", "## Map diagnostics (linear-map; held-out pairs for dD, dC, fD, fC)", "",
+                  maps]
     for task in dict.fromkeys(s.task for _, s in flat):
         parts += ["", f"## {task}", "", detail_table(flat, task)]
     return "\n".join(parts) + "\n"

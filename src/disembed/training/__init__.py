@@ -2,6 +2,6 @@
 
 from .config import TrainConfig
 from .negatives import same_language_negatives
-from .trainer import Batch, TrainHistory, train
+from .trainer import Adversary, Batch, TrainHistory, train
 
-__all__ = ["Batch", "TrainConfig", "TrainHistory", "same_language_negatives", "train"]
+__all__ = ["Adversary", "Batch", "TrainConfig", "TrainHistory", "same_language_negatives", "train"]

@@ -7,6 +7,10 @@ negatives inside each batch (vectorised), and steps Adam. Training stops when
 the validation loss has not improved for ``patience`` epochs and the best
 weights are restored. With a checkpoint directory, every epoch is saved
 atomically and a rerun resumes from the last finished epoch.
+
+A recipe may bring an :class:`Adversary` (MEAT's language discriminator): a second
+module with its own Adam optimiser, stepped on each batch just before the main
+step (alternating updates); its weights and optimiser state are checkpointed too.
 """
 
 from __future__ import annotations
@@ -42,6 +46,16 @@ class Batch:
     t_neg: torch.Tensor
     s_valid: torch.Tensor
     t_valid: torch.Tensor
+
+
+@dataclass
+class Adversary:
+    """A module trained against the main one: ``loss_fn(batch)`` is minimised over
+    ``module``'s parameters only (the caller detaches what must not move), once per
+    training batch, before the main step."""
+
+    module: torch.nn.Module
+    loss_fn: Callable[[Batch], torch.Tensor]
 
 
 class LossFn(Protocol):
@@ -101,6 +115,7 @@ def train(
     checkpoint_dir: str | Path | None = None,
     on_epoch_end: Callable[[dict], None] | None = None,
     fingerprint_extra: dict | None = None,
+    adversary: Adversary | None = None,
 ) -> TrainHistory:
     """Fit ``module``'s parameters by minimising ``loss_fn``; see the module docstring.
 
@@ -109,6 +124,7 @@ def train(
         loss_fn: ``Batch -> (scalar loss, {term: value})``.
         src, tgt: ``(n, d) float32`` embeddings; row ``i`` of each is a translation pair.
         src_lang, tgt_lang: ``(n,) int`` language ids.
+        adversary: an optional second module stepped before each main step (see module doc).
     """
     src_t, tgt_t = torch.as_tensor(np.asarray(src, np.float32)), torch.as_tensor(
         np.asarray(tgt, np.float32))
@@ -124,6 +140,8 @@ def train(
     fallback = "self" if official else "mask"
     optimizer = torch.optim.Adam(module.parameters(), lr=config.lr,
                                  weight_decay=config.weight_decay)
+    adv_opt = None if adversary is None else torch.optim.Adam(
+        adversary.module.parameters(), lr=config.lr, weight_decay=config.weight_decay)
     gen = torch.Generator().manual_seed(config.seed + 1)
     history = TrainHistory(train_pairs=len(train_idx), val_pairs=n_val)
     best_val, best_state, bad = float("inf"), None, 0
@@ -138,6 +156,9 @@ def train(
             best_val, best_state, bad = state["best_val"], state["best_state"], state["bad"]
             history = state["history"]
             start_epoch = state["epoch"]
+            if adversary is not None:
+                adversary.module.load_state_dict(state["adversary"])
+                adv_opt.load_state_dict(state["adversary_optimizer"])
     val_gen_seed = config.seed + 2
     for epoch in range(start_epoch, config.max_epochs):
         if bad >= config.patience:
@@ -149,6 +170,8 @@ def train(
         with progress_bar(len(perm), f"epoch {epoch + 1}", unit="pair") as bar:
             for rows in _batches(perm, config.batch_size, drop_last=official):
                 batch = _make_batch(src_t, tgt_t, s_lang, t_lang, rows, gen, fallback)
+                if adversary is not None:
+                    _adversary_step(adversary, adv_opt, batch)
                 loss, _ = loss_fn(batch)
                 optimizer.zero_grad(set_to_none=True)
                 loss.backward()
@@ -176,16 +199,28 @@ def train(
         if on_epoch_end is not None:
             on_epoch_end(record)
         if checkpoint_dir is not None:
-            save_checkpoint(Path(checkpoint_dir), {
+            state = {
                 "fingerprint": fingerprint, "epoch": epoch + 1, "module": module.state_dict(),
                 "optimizer": optimizer.state_dict(), "generator": gen.get_state(),
-                "best_val": best_val, "best_state": best_state, "bad": bad, "history": history})
+                "best_val": best_val, "best_state": best_state, "bad": bad, "history": history}
+            if adversary is not None:
+                state["adversary"] = adversary.module.state_dict()
+                state["adversary_optimizer"] = adv_opt.state_dict()
+            save_checkpoint(Path(checkpoint_dir), state)
     history.stopped_early = bad >= config.patience
     history.seconds = sum(e["train_seconds"] for e in history.epochs)
     if best_state is not None:
         module.load_state_dict(best_state)
     module.eval()
     return history
+
+
+def _adversary_step(adversary: Adversary, optimizer: torch.optim.Optimizer, batch: Batch) -> None:
+    adversary.module.train()
+    loss = adversary.loss_fn(batch)
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    optimizer.step()
 
 
 @torch.no_grad()

@@ -127,3 +127,26 @@ def test_bench_all_methods_gives_one_matrix(env, capsys):
     assert set(linear["training"]["diagnostics"]) == {"de", "zh"}
     assert "dD" in linear["training"]["diagnostics"]["de"]["heldout"]
     assert "## Map diagnostics" in report and "hash:16 / linear-map | zh |" in report
+
+
+def test_bench_lr_reaches_trained_methods_only_and_reruns_them(env, capsys):
+    base = ["bench", "--encoders", "hash:16", "--languages", "de,zh", "--pairs-per-language",
+            "40", "--max-epochs", "1", "--methods", "baseline,seed", "--no-floor", "--tasks",
+            "sts17", "--out", str(env / "bench")]
+    assert main(base) == 0
+    assert main(base + ["--lr", "0.003"]) == 0
+    runs = {r["method"]: r for r in json.loads((env / "bench" / "bench.json").read_text())["runs"]}
+    assert runs["seed"]["method_params"]["lr"] == 0.003
+    assert "lr" not in runs["baseline"]["method_params"]
+    assert runs["seed"]["config"]["bench"]["method_params"] == {
+        "seed": {"max_epochs": 1, "lr": 0.003}}
+
+
+def test_python_dash_m_runs_the_cli():
+    import subprocess
+    import sys
+
+    for module in ("disembed", "disembed.cli"):
+        done = subprocess.run([sys.executable, "-m", module, "--version"], capture_output=True,
+                              text=True, timeout=120)
+        assert done.returncode == 0 and done.stdout.startswith("disembed "), done.stderr

@@ -150,3 +150,15 @@ def test_python_dash_m_runs_the_cli():
         done = subprocess.run([sys.executable, "-m", module, "--version"], capture_output=True,
                               text=True, timeout=120)
         assert done.returncode == 0 and done.stdout.startswith("disembed "), done.stderr
+
+
+def test_bench_max_eval_items_takes_a_count_or_all(env, capsys):
+    from disembed.cli import build_parser
+
+    parse = build_parser().parse_args
+    assert parse(["bench"]).max_eval_items == 300 and parse(["bench"]).pairs_per_language == 500
+    assert parse(["bench", "--max-eval-items", "all"]).max_eval_items is None
+    assert parse(["bench", "--max-eval-items", "50"]).max_eval_items == 50
+    with pytest.raises(SystemExit):
+        parse(["bench", "--max-eval-items", "0"])
+    assert "positive number of items or 'all'" in capsys.readouterr().err

@@ -108,3 +108,11 @@ def test_on_epoch_end_sees_every_epoch(toy_pairs):
     make_method("dream", max_epochs=3, batch_size=64, patience=100).fit(
         *toy_pairs, "en", on_epoch_end=seen.append)
     assert [r["epoch"] for r in seen] == [1, 2, 3] and "val_terms" in seen[0]
+
+
+def test_stopping_at_max_epochs_while_improving_warns(toy_pairs, caplog):
+    src, tgt, src_lang = toy_pairs
+    with caplog.at_level("WARNING", logger="disembed"):
+        model = make_method("seed", max_epochs=2, batch_size=64).fit(src, tgt, src_lang, "en")
+    assert model.history_.best_epoch == 2 and not model.history_.stopped_early
+    assert "probably under-trained" in caplog.text

@@ -9,7 +9,14 @@ from __future__ import annotations
 
 import argparse
 
-from ..bench import BenchConfig, DEFAULT_METHODS, DEFAULT_TRAIN_LANGUAGES, run_bench
+from ..bench import (
+    DEFAULT_MAX_EVAL_ITEMS,
+    DEFAULT_METHODS,
+    DEFAULT_PAIRS_PER_LANGUAGE,
+    DEFAULT_TRAIN_LANGUAGES,
+    BenchConfig,
+    run_bench,
+)
 from .common import add_common, csv_list
 
 
@@ -23,11 +30,14 @@ def add_parser(verbs) -> None:
                         f"(default: {','.join(DEFAULT_METHODS)})")
     p.add_argument("--languages", type=csv_list, default=list(DEFAULT_TRAIN_LANGUAGES),
                    help="training languages, each paired with English")
-    p.add_argument("--pairs-per-language", type=int, default=1000)
+    p.add_argument("--pairs-per-language", type=int, default=DEFAULT_PAIRS_PER_LANGUAGE,
+                   help=f"training pairs per language (default: {DEFAULT_PAIRS_PER_LANGUAGE})")
     p.add_argument("--tasks", type=csv_list, default=["tatoeba", "sts17", "wmt20-qe"])
     p.add_argument("--tatoeba-languages", default="tatoeba-14")
-    p.add_argument("--max-eval-items", type=int, default=None,
-                   help="seeded subsample per language/track/pair (default: all)")
+    p.add_argument("--max-eval-items", type=_items, default=DEFAULT_MAX_EVAL_ITEMS,
+                   help="seeded subsample per language/track/pair, or 'all' for the published "
+                        f"protocol (default: {DEFAULT_MAX_EVAL_ITEMS}, sized for a ~15 minute "
+                        "first run on e5-small)")
     p.add_argument("--max-epochs", type=int, default=None, help="for trained methods")
     p.add_argument("--lr", type=float, default=None,
                    help="learning rate for trained methods (default: each recipe's, 1e-4 for "
@@ -38,6 +48,19 @@ def add_parser(verbs) -> None:
     p.add_argument("--force", action="store_true", help="redo finished runs")
     add_common(p)
     p.set_defaults(handler=run)
+
+
+def _items(text: str) -> int | None:
+    if text.strip().lower() == "all":
+        return None
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive number of items or 'all', got "
+                                         f"{text!r}")
+    return value
 
 
 def run(args: argparse.Namespace) -> int:

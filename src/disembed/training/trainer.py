@@ -208,6 +208,11 @@ def train(
                 state["adversary_optimizer"] = adv_opt.state_dict()
             save_checkpoint(Path(checkpoint_dir), state)
     history.stopped_early = bad >= config.patience
+    if history.epochs and not history.stopped_early and history.best_epoch == len(history.epochs):
+        logger.warning("training reached max_epochs=%d with the validation loss still falling "
+                       "(best epoch = last): the model is probably under-trained; raise "
+                       "max_epochs (--max-epochs) or lr (--lr), or give it more pairs",
+                       config.max_epochs)
     history.seconds = sum(e["train_seconds"] for e in history.epochs)
     if best_state is not None:
         module.load_state_dict(best_state)

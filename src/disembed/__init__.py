@@ -22,6 +22,7 @@ from .methods import METHODS, Disentangler, load_disentangler, make_method  # no
 from .pipeline import cached, embed_pairs, evaluate, fit_method  # noqa: E402
 from .results import RunResult  # noqa: E402
 from .training import TrainConfig  # noqa: E402
+from .mining import MineConfig, mine_embeddings, mine_files, score_tsv, search_files  # noqa: E402
 
 __all__ = [
     "__version__", "BenchConfig", "BenchResult", "DEFAULT_ENCODER", "Disentangler", "Encoder",
@@ -30,3 +31,4 @@ __all__ = [
     "load_disentangler", "load_encoder", "make_method", "read_parallel_files",
     "read_parallel_tsv", "run_bench",
 ]
+__all__ += ["MineConfig", "mine_embeddings", "mine_files", "score_tsv", "search_files"]

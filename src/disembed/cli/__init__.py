@@ -9,8 +9,10 @@ from typing import Sequence
 
 from ..exceptions import DisembedError
 from . import bench, encode, evaluate, train
+from . import mine, score, search
 
 VERBS = (encode, train, evaluate, bench)
+VERBS += (mine, score, search)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -63,7 +63,8 @@ def score_tsv(path: str | Path, encoder: Encoder, out: str | Path, *, src_col: s
     path = Path(path)
     if not path.is_file():
         raise DataError(f"{path}: no such file")
-    columns = [c for c in _header(path) if c != "score"]
+    header = [c for c in _header(path) if c != "score"]
+    columns = header + [c for c in (src_col, tgt_col) if c not in header]  # missing: an error
     rows, _ = read_tsv(path, columns, skip_bad=skip_bad, required_nonempty=[src_col, tgt_col])
 
     def embed(texts: list[str]) -> np.ndarray:

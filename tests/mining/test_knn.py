@@ -75,3 +75,27 @@ def test_faiss_backends_match_brute_force(backend):
         assert recall > 0.9
     else:
         assert_same_neighbours(D, I, D_ref, I_ref)
+
+
+def test_grouped_paths_match_brute_force():
+    """Blocks long enough for the two-stage (group maxima) selection, in both directions."""
+    x, y = unit(700, 16, 7), unit(1100, 16, 8)
+    D_xy, I_xy, D_yx, I_yx = knn_both(x, y, 4, KnnOptions(block_rows=512, block_cols=512))
+    assert_same_neighbours(D_xy, I_xy, *brute_force_knn(x, y, 4))
+    assert_same_neighbours(D_yx, I_yx, *brute_force_knn(y, x, 4))
+
+
+@pytest.mark.parametrize("axis", [0, 1])
+def test_grouped_topk_equals_topk_with_ties(axis):
+    import torch
+
+    from disembed.mining.knn import group_max, grouped_topk
+
+    sims = torch.from_numpy(np.random.default_rng(9).integers(0, 50, (320, 512)).astype(
+        np.float32))  # many ties
+    v, i = grouped_topk(sims, 5, axis, group_max(sims, axis))
+    ref_v, _ = sims.topk(5, dim=axis)
+    ref_v = ref_v if axis == 1 else ref_v.T
+    np.testing.assert_array_equal(v.numpy(), ref_v.numpy())
+    picked = sims.gather(axis, i if axis == 1 else i.T)
+    np.testing.assert_array_equal((picked if axis == 1 else picked.T).numpy(), v.numpy())

@@ -11,11 +11,13 @@ time, plus the running top-k lists (``(n, k)`` per direction).
 ``y`` row in ``x``, so the matrix product is computed once, not twice as with two
 separate searches.
 
-Running top-k lists are merged behind a cheap filter: a block's maximum per row
-(and per column) is compared with the list's current k-th best, and the top-k
-selection runs only on the rows (columns) it beats. After the first blocks few
-lists are touched, so selection costs a max-reduction instead of a top-k over
-the whole block (a top-k along the column axis of a row-major block is slow).
+Top-k selection is the part to make fast, not the product: a plain top-k over
+each block costs about as much as the product (and along the column axis of a
+row-major block several times more). Here a block's maximum per row (column) is
+first compared with the list's current k-th best, so only lists it beats are
+touched; and selection is two-stage (:func:`grouped_topk`): maxima over groups
+of 16 neighbours, top-k over those, then top-k over the ``16k`` entries of the
+chosen groups. Both stages are exact.
 
 With ``precision="bfloat16"`` the products are computed in bfloat16, a widened
 list of ``candidates`` per row is kept, and those are re-scored exactly in
@@ -38,6 +40,8 @@ logger = logging.getLogger(__name__)
 
 Precision = Literal["float32", "bfloat16"]
 _TORCH = {"float32": torch.float32, "bfloat16": torch.bfloat16}
+_GROUP = 16  # neighbours per group in the two-stage top-k
+_SUBSET_FRACTION = 0.25  # below this share of touched lists, select on a copy of just those
 
 
 @dataclass
@@ -86,19 +90,57 @@ class TopK:
         Only lists whose k-th best is beaten by the block's maximum are touched.
         """
         vals, idx = self.values[rows], self.indices[rows]  # views (len(rows), k)
-        block_max = sims.amax(dim=axis).float()  # (len(rows),)
+        gmax = group_max(sims, axis)  # (lists, groups) or None
+        block_max = (gmax.amax(1) if gmax is not None else sims.amax(dim=axis)).float()
         active = (block_max > vals[:, -1]).nonzero().squeeze(1)
         if active.numel() == 0:
             return
-        sub = sims.index_select(1 - axis, active)  # active lists only
-        top_v, top_i = sub.topk(min(self.k, sims.shape[axis]), dim=axis)
-        if axis == 0:
-            top_v, top_i = top_v.T, top_i.T  # (active, kk)
+        if active.numel() < _SUBSET_FRACTION * len(block_max):
+            sub = sims.index_select(1 - axis, active)
+            top_v, top_i = grouped_topk(sub, self.k, axis, None if gmax is None else gmax[active])
+        else:
+            top_v, top_i = grouped_topk(sims, self.k, axis, gmax)
+            top_v, top_i = top_v[active], top_i[active]
         new_v = torch.cat([vals[active], top_v.float()], dim=1)
         new_i = torch.cat([idx[active], top_i + offset], dim=1)
         best_v, pos = new_v.topk(self.k, dim=1)
         vals[active] = best_v
         idx[active] = new_i.gather(1, pos)
+
+
+def group_max(sims: torch.Tensor, axis: int, group: int = _GROUP) -> torch.Tensor | None:
+    """Maxima over consecutive groups of ``group`` entries along ``axis`` of ``sims (r, c)``,
+    as ``(lists, n / group)``; ``None`` when that axis is too short or not a multiple."""
+    n = sims.shape[axis]
+    if n % group or n < 16 * group:
+        return None
+    if axis == 1:
+        return sims.view(sims.shape[0], n // group, group).amax(2)  # (r, n/g)
+    return sims.view(n // group, group, sims.shape[1]).amax(1).T  # (c, n/g)
+
+
+def grouped_topk(sims: torch.Tensor, k: int, axis: int, gmax: torch.Tensor | None = None,
+                 group: int = _GROUP) -> tuple[torch.Tensor, torch.Tensor]:
+    """Exact top-``k`` along ``axis`` of ``sims (r, c)``: ``values, indices (lists, k)``.
+
+    Each list is cut into groups of ``group`` neighbours; the top k entries lie in
+    the k groups with the largest maxima (``gmax``, from :func:`group_max`), so the
+    selection runs over the group maxima (``group`` times fewer) and then over the
+    ``k * group`` entries of the chosen groups.
+    """
+    n = sims.shape[axis]
+    k = min(k, n)
+    if gmax is None or gmax.shape[1] < 4 * k:  # small or ragged: plain selection
+        v, i = sims.topk(k, dim=axis)
+        return (v, i) if axis == 1 else (v.T, i.T)
+    offsets = torch.arange(group)
+    gi = gmax.topk(k, dim=1).indices  # (lists, k)
+    members = (gi[:, :, None] * group + offsets).reshape(len(gi), k * group)  # (lists, k*g)
+    if axis == 1:
+        v, pos = sims.gather(1, members).topk(k, dim=1)
+        return v, members.gather(1, pos)
+    v, pos = sims.gather(0, members.T).topk(k, dim=0)  # (k, lists)
+    return v.T, members.T.gather(0, pos).T
 
 
 def _as_2d(name: str, a: np.ndarray, dim: int | None = None) -> np.ndarray:

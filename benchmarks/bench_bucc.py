@@ -1,7 +1,7 @@
 """BUCC 2018 mining F1 (sample gold, threshold fitted on the gold) for raw and meaning views.
 
     PYTHONPATH=src python benchmarks/bench_bucc.py --encoder use-m3 --pairs de-en,fr-en,zh-en \
-        --methods raw,seed --train-pairs 4000 --out runs/bucc-use-m3.json \
+        --methods raw,seed --train-pairs 2000 --out runs/bucc-use-m3.json \
         --plot docs/mining_bucc_hist.png
 
 ``seed`` is trained on pairs from ``build_training_set`` with the BUCC pools among
@@ -31,7 +31,8 @@ def main() -> None:
     ap.add_argument("--encoder", default="use-m3")
     ap.add_argument("--pairs", default="de-en,fr-en,zh-en")
     ap.add_argument("--methods", default="raw", help="raw and/or registered method names")
-    ap.add_argument("--train-pairs", type=int, default=4000, help="pairs per language")
+    ap.add_argument("--train-pairs", type=int, default=2000, help="pairs per language")
+    ap.add_argument("--train-languages", default="de,fr,zh")
     ap.add_argument("--backend", default="exact")
     ap.add_argument("--out", required=True)
     ap.add_argument("--plot", default=None)
@@ -44,7 +45,7 @@ def main() -> None:
     for method in args.methods.split(","):
         model, train_info = None, {}
         if method != "raw":
-            langs = [p.split("-")[0] for p in pairs]
+            langs = args.train_languages.split(",")
             train = build_training_set(langs, args.train_pairs,
                                        eval_sets=("tatoeba", "sts17", "wmt20-qe", "bucc2018"))
             model = fit_method(method, encoder, train.pairs)

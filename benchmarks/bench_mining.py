@@ -28,7 +28,7 @@ import numpy as np
 
 def data(workdir: Path, n: int, m: int, d: int) -> tuple[np.ndarray, np.ndarray]:
     paths = [workdir / f"{name}-{rows}x{d}.npy" for name, rows in (("x", n), ("y", m))]
-    for seed, (path, rows) in enumerate(zip(paths, (n, m))):
+    for seed, (path, rows) in enumerate(zip(paths, (n, m), strict=True)):
         if not path.exists():
             v = np.random.default_rng(seed).standard_normal((rows, d), dtype=np.float32)
             v /= np.linalg.norm(v, axis=1, keepdims=True)

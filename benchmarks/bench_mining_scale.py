@@ -44,9 +44,10 @@ def matrices(data: str, n: int, nq: int, dim: int) -> tuple[np.ndarray, np.ndarr
     return normalize_rows(M[np.sort(order[:n])]), normalize_rows(M[np.sort(order[n : n + nq])])
 
 
-def recall(I: np.ndarray, ref: np.ndarray) -> float:
+def recall(I: np.ndarray, ref: np.ndarray) -> float:  # noqa: E741
     k = ref.shape[1]
-    return float(np.mean([len(set(a) & set(b)) / k for a, b in zip(I.tolist(), ref.tolist())]))
+    pairs = zip(I.tolist(), ref.tolist(), strict=True)
+    return float(np.mean([len(set(a) & set(b)) / k for a, b in pairs]))
 
 
 def timed(fn):
@@ -67,13 +68,13 @@ def run_size(n: int, nq: int, args) -> list[dict]:
     built = {}
     for kind, knobs in configs:
         if kind not in built:
-            built[kind] = timed(lambda: build_index(db, FaissOptions(index=kind)))
+            built[kind] = timed(lambda kind=kind: build_index(db, FaissOptions(index=kind)))
         index, build_s = built[kind]
         if kind == "ivf":
             index.nprobe = knobs["nprobe"]
         else:
             index.hnsw.efSearch = knobs["ef_search"]
-        (_, I), secs = timed(lambda: search_index(index, q, args.k))
+        (_, I), secs = timed(lambda index=index: search_index(index, q, args.k))  # noqa: E741
         rows.append({"n": n, "backend": f"faiss-{kind}", **knobs, "build_s": round(build_s, 2),
                      "search_s": round(secs, 2), "recall": round(recall(I, ref), 4),
                      "projected_mining_s": round(2 * (build_s + secs * scale), 1)})

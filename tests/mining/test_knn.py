@@ -11,7 +11,7 @@ def unit(n, d, seed):
     return normalize_rows(np.random.default_rng(seed).standard_normal((n, d)))
 
 
-def assert_same_neighbours(D, I, D_ref, I_ref, atol=1e-5):
+def assert_same_neighbours(D, I, D_ref, I_ref, atol=1e-5):  # noqa: E741
     """Equal similarities everywhere; equal indices wherever the similarity is not tied."""
     np.testing.assert_allclose(D, D_ref, atol=atol)
     k = D_ref.shape[1]
@@ -40,7 +40,7 @@ def test_knn_with_ties_and_duplicates():
     base = unit(20, 8, 2)
     y = np.concatenate([base, base, base])  # every neighbour appears three times
     x = base[:7]
-    D, I = knn(x, y, 3, KnnOptions(block_rows=3, block_cols=7))
+    D, I = knn(x, y, 3, KnnOptions(block_rows=3, block_cols=7))  # noqa: E741
     np.testing.assert_allclose(D, 1.0, atol=1e-6)
     assert (I % 20 == np.arange(7)[:, None]).all()  # the three copies of itself, in any order
 
@@ -49,7 +49,7 @@ def test_knn_reads_memmaps(tmp_path):
     x, y = unit(120, 16, 3), unit(90, 16, 4)
     np.save(tmp_path / "y.npy", y)
     ym = np.load(tmp_path / "y.npy", mmap_mode="r")
-    D, I = knn(x, ym, 5, KnnOptions(block_rows=50, block_cols=40))
+    D, I = knn(x, ym, 5, KnnOptions(block_rows=50, block_cols=40))  # noqa: E741
     assert_same_neighbours(D, I, *brute_force_knn(x, y, 5))
 
 
@@ -69,9 +69,9 @@ def test_faiss_backends_match_brute_force(backend):
     x, y = unit(200, 16, 5), unit(500, 16, 6)
     D_ref, I_ref = brute_force_knn(x, y, 4)
     options = {"nlist": 8, "nprobe": 8} if backend == "faiss-ivf" else {}
-    D, I = search(x, y, 4, backend, **options)  # nprobe = nlist: IVF is exhaustive here
+    D, I = search(x, y, 4, backend, **options)  # nprobe = nlist: IVF is exhaustive here  # noqa: E741
     if backend == "faiss-hnsw":  # approximate: high recall, not identity
-        recall = np.mean([len(set(a) & set(b)) / 4 for a, b in zip(I, I_ref)])
+        recall = np.mean([len(set(a) & set(b)) / 4 for a, b in zip(I, I_ref, strict=True)])
         assert recall > 0.9
     else:
         assert_same_neighbours(D, I, D_ref, I_ref)

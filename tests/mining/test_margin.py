@@ -26,7 +26,7 @@ def test_forward_candidates_follow_the_definition(kind):
     x, y, L = lists()
     score, src, tgt = candidates(*L, mode="forward", kind=kind)
     assert sorted(src.tolist()) == list(range(len(x)))
-    for s, i, j in zip(score, src, tgt):
+    for s, i, j in zip(score, src, tgt, strict=True):
         best = max(range(len(y)) if kind == "absolute" else L[1][i],
                    key=lambda jj: reference_score(x, y, i, jj, 3, kind))
         assert j == best
@@ -36,14 +36,14 @@ def test_forward_candidates_follow_the_definition(kind):
 
 def test_modes_relate_as_defined():
     _, _, L = lists(seed=1)
-    fwd = set(zip(*candidates(*L, mode="forward")[1:]))
-    bwd = set(zip(*candidates(*L, mode="backward")[1:]))
-    inter = set(zip(*candidates(*L, mode="intersection")[1:]))
+    fwd = set(zip(*candidates(*L, mode="forward")[1:], strict=True))
+    bwd = set(zip(*candidates(*L, mode="backward")[1:], strict=True))
+    inter = set(zip(*candidates(*L, mode="intersection")[1:], strict=True))
     assert inter == fwd & bwd and inter
     _, src, tgt = candidates(*L, mode="max-score")
-    assert set(zip(src, tgt)) <= fwd | bwd
+    assert set(zip(src, tgt, strict=True)) <= fwd | bwd
     assert len(set(src.tolist())) == len(src) and len(set(tgt.tolist())) == len(tgt)
-    assert inter <= set(zip(src, tgt))  # a mutual best pair is never blocked
+    assert inter <= set(zip(src, tgt, strict=True))  # a mutual best pair is never blocked
 
 
 def test_select_threshold_and_top():

@@ -7,8 +7,14 @@ import pytest
 
 from disembed.encoders import HashEncoder
 from disembed.exceptions import ConfigError, DataError
-from disembed.mining import (Collection, MineConfig, embed_collection, mine_embeddings,
-                             mine_files, normalize_rows)
+from disembed.mining import (
+    Collection,
+    MineConfig,
+    embed_collection,
+    mine_embeddings,
+    mine_files,
+    normalize_rows,
+)
 
 SRC = [f"Satz {i}" for i in range(30)]
 TGT = [f"Satz {i}" for i in range(0, 60, 2)] + ["noise a", "noise b"]

@@ -1,4 +1,4 @@
-"""``disembed score PAIRS.tsv``: score given sentence pairs (cosine or margin) to filter a bitext."""
+"""``disembed score PAIRS.tsv``: score given pairs (cosine or margin) to filter a bitext."""
 
 from __future__ import annotations
 

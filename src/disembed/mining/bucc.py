@@ -116,7 +116,7 @@ def evaluate_bucc(data: BuccData, embed: Callable[[list[str], str], np.ndarray],
     lists = search_both(x, y, cfg.k, cfg.backend, **cfg.backend_options)
     score, src, tgt = candidates(*lists, mode=cfg.mode, kind=cfg.margin)
     is_gold = np.array([(data.src_ids[s], data.tgt_ids[t]) in data.gold
-                        for s, t in zip(src.tolist(), tgt.tolist())], dtype=bool)
+                        for s, t in zip(src.tolist(), tgt.tolist(), strict=True)], dtype=bool)
     p, r, f1, thr = best_threshold(score, is_gold, len(data.gold))
     result = BuccResult(data.pair, p, r, f1, thr, len(score), len(data.gold))
     logger.info("BUCC %s: P %.3f R %.3f F1 %.3f at threshold %.4f (%d candidates)", data.pair,
@@ -139,7 +139,7 @@ def plot_score_histogram(runs: dict[str, tuple[np.ndarray, np.ndarray, float]],
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, len(runs), figsize=(4.2 * len(runs), 3.2), squeeze=False)
-    for ax, (title, (score, is_gold, thr)) in zip(axes[0], runs.items()):
+    for ax, (title, (score, is_gold, thr)) in zip(axes[0], runs.items(), strict=True):
         edges = np.linspace(np.percentile(score, 0.5), score.max(), bins)
         ax.hist(score[~is_gold], bins=edges, alpha=0.6, label="not in gold", log=True)
         ax.hist(score[is_gold], bins=edges, alpha=0.6, label="gold", log=True)

@@ -68,7 +68,7 @@ def _check_lists(D_xy, I_xy, D_yx, I_yx) -> None:
         raise ShapeError(f"k-NN lists must be 2-d (n, k), got {D_xy.shape} and {D_yx.shape}")
 
 
-def _best_per_row(D, I, mean_q, mean_db, kind):
+def _best_per_row(D, I, mean_q, mean_db, kind):  # noqa: E741
     """For each query row, its best-scoring neighbour: ``(score (n,), neighbour (n,))``."""
     scores = margin(D, mean_q[:, None], mean_db[I], kind)  # (n, k)
     best = np.argmax(scores, axis=1)
@@ -119,7 +119,7 @@ def _greedy_one_to_one(score, src, tgt, n_src, n_tgt):
     used_src = np.zeros(n_src, dtype=bool)
     used_tgt = np.zeros(n_tgt, dtype=bool)
     keep = np.zeros(len(score), dtype=bool)
-    for p, (s, t) in enumerate(zip(src.tolist(), tgt.tolist())):
+    for p, (s, t) in enumerate(zip(src.tolist(), tgt.tolist(), strict=True)):
         if not used_src[s] and not used_tgt[t]:
             used_src[s] = used_tgt[t] = keep[p] = True
     return score[keep], src[keep], tgt[keep]

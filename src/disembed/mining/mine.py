@@ -149,7 +149,8 @@ def write_pairs(out: str | Path, mined: Mined, src: Collection, tgt: Collection)
     for b0 in range(0, len(mined), block):
         s_rows = src.rows(mined.src[b0 : b0 + block])
         t_rows = tgt.rows(mined.tgt[b0 : b0 + block])
-        for score, (sid, s), (tid, t) in zip(mined.score[b0 : b0 + block], s_rows, t_rows):
+        scores = mined.score[b0 : b0 + block]
+        for score, (sid, s), (tid, t) in zip(scores, s_rows, t_rows, strict=True):
             if (s, t) in seen:
                 continue
             seen.add((s, t))
@@ -184,8 +185,10 @@ def search_files(queries: str | Path, database: str | Path, encoder: Encoder, ou
     lines = ["query_id\trank\tscore\tmatch_id\tquery\tmatch\n"]
     for q0 in range(0, len(D), 4096):
         q_rows = cols[0].rows(range(q0, min(q0 + 4096, len(D))))
-        for (qid, qtext), d_row, i_row in zip(q_rows, D[q0 : q0 + 4096], I[q0 : q0 + 4096]):
-            for rank, ((mid, mtext), score) in enumerate(zip(cols[1].rows(i_row), d_row), 1):
+        block = zip(q_rows, D[q0 : q0 + 4096], I[q0 : q0 + 4096], strict=True)
+        for (qid, qtext), d_row, i_row in block:
+            matches = zip(cols[1].rows(i_row), d_row, strict=True)
+            for rank, ((mid, mtext), score) in enumerate(matches, 1):
                 lines.append(f"{qid}\t{rank}\t{score:.6f}\t{mid}\t{qtext}\t{mtext}\n")
     atomic_write_bytes(Path(out), [line.encode("utf-8") for line in lines])
     return len(D)

@@ -75,7 +75,7 @@ def score_tsv(path: str | Path, encoder: Encoder, out: str | Path, *, src_col: s
     pools = {name: embed(p) if p else None for name, p in (("s", src_pool), ("t", tgt_pool))}
     scores = score_embeddings(src, tgt, kind, k=k, src_pool=pools["s"], tgt_pool=pools["t"])
     lines = ["\t".join(["score", *columns]) + "\n"]
-    for score, row in zip(scores, rows):
+    for score, row in zip(scores, rows, strict=True):
         if threshold is None or score >= threshold:
             lines.append("\t".join([f"{score:.6f}", *(row[c] for c in columns)]) + "\n")
     atomic_write_bytes(Path(out), [line.encode("utf-8") for line in lines])

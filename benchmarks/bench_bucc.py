@@ -33,6 +33,7 @@ def main() -> None:
     ap.add_argument("--methods", default="raw", help="raw and/or registered method names")
     ap.add_argument("--train-pairs", type=int, default=2000, help="pairs per language")
     ap.add_argument("--train-languages", default="de,fr,zh")
+    ap.add_argument("--max-epochs", type=int, default=None, help="neural methods: epoch cap")
     ap.add_argument("--backend", default="exact")
     ap.add_argument("--out", required=True)
     ap.add_argument("--plot", default=None)
@@ -48,7 +49,9 @@ def main() -> None:
             langs = args.train_languages.split(",")
             train = build_training_set(langs, args.train_pairs,
                                        eval_sets=("tatoeba", "sts17", "wmt20-qe", "bucc2018"))
-            model = fit_method(method, encoder, train.pairs)
+            params = {"max_epochs": args.max_epochs} if args.max_epochs and method != \
+                "mean-centering" else {}
+            model = fit_method(method, encoder, train.pairs, params=params)
             train_info = {"train_pairs": len(train.pairs), "languages": langs}
 
         def embed(texts, lang, model=model):

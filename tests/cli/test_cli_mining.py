@@ -50,3 +50,24 @@ def test_mine_reports_bad_input(files, capsys):
     assert main(["score", str(files / "s.tsv"), "--out", str(files / "x.tsv"),
                  "--encoder", "hash:8"]) == 2
     assert "header has no column(s) ['src', 'tgt']" in capsys.readouterr().err
+
+
+def test_mine_with_a_saved_model_meaning_view(files, capsys):
+    import numpy as np
+
+    from disembed import make_method
+
+    rng = np.random.default_rng(0)
+    src, tgt = rng.standard_normal((60, 64)), rng.standard_normal((60, 64))
+    model = make_method("mean-centering").fit(src.astype(np.float32), tgt.astype(np.float32),
+                                              "de", "en")
+    model.save(files / "model")
+    args = ["mine", str(files / "s.tsv"), str(files / "t.tsv"), "--out", str(files / "m.tsv"),
+            "--encoder", "hash:64", "--model", str(files / "model"), "--mode", "intersection"]
+    assert main(args) == 2
+    assert "--src-lang/--tgt-lang" in capsys.readouterr().err
+    assert main([*args, "--src-lang", "de", "--tgt-lang", "en", "--threshold", "1.3"]) == 0
+    ids = {(r[3], r[4]) for r in table(files / "m.tsv")[1:]}
+    assert {(f"s{i}", f"t{i}") for i in range(10, 20)} <= ids
+    meta = (files / "m.tsv.run" / "src.json").read_text()
+    assert '"view": "meaning:' in meta

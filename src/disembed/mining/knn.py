@@ -35,6 +35,7 @@ import numpy as np
 import torch
 
 from ..exceptions import ConfigError, ShapeError
+from ..progress import progress_bar
 
 logger = logging.getLogger(__name__)
 
@@ -193,15 +194,17 @@ def _search(x, y, k, opt: KnnOptions, both: bool):
     kc, dtype = opt.widened(k), _TORCH[opt.precision]
     fwd = TopK(x.shape[0], min(kc, y.shape[0]))
     bwd = TopK(y.shape[0], min(kc, x.shape[0])) if both else None
-    for r0 in range(0, x.shape[0], opt.block_rows):
-        r1 = min(r0 + opt.block_rows, x.shape[0])
-        xb = _block(x, r0, r1, dtype)
-        for c0 in range(0, y.shape[0], opt.block_cols):
-            c1 = min(c0 + opt.block_cols, y.shape[0])
-            sims = xb @ _block(y, c0, c1, dtype).T  # (r, c)
-            fwd.update(sims, slice(r0, r1), c0, axis=1)
-            if bwd is not None:
-                bwd.update(sims, slice(c0, c1), r0, axis=0)
+    with progress_bar(x.shape[0], "k-NN", unit="row") as bar:
+        for r0 in range(0, x.shape[0], opt.block_rows):
+            r1 = min(r0 + opt.block_rows, x.shape[0])
+            xb = _block(x, r0, r1, dtype)
+            for c0 in range(0, y.shape[0], opt.block_cols):
+                c1 = min(c0 + opt.block_cols, y.shape[0])
+                sims = xb @ _block(y, c0, c1, dtype).T  # (r, c)
+                fwd.update(sims, slice(r0, r1), c0, axis=1)
+                if bwd is not None:
+                    bwd.update(sims, slice(c0, c1), r0, axis=0)
+            bar.update(r1 - r0)
     out = _finish(fwd, x, y, k, opt)
     if bwd is not None:
         out += _finish(bwd, y, x, k, opt)

@@ -24,6 +24,7 @@ from .results import RunResult  # noqa: E402
 from .training import TrainConfig  # noqa: E402
 from .analysis import (AnalysisConfig, compare_scores, language_id_probe,  # noqa: E402
                        run_analyses)
+from .mining import MineConfig, mine_embeddings, mine_files, score_tsv, search_files  # noqa: E402
 
 __all__ = [
     "__version__", "BenchConfig", "BenchResult", "DEFAULT_ENCODER", "Disentangler", "Encoder",
@@ -33,3 +34,4 @@ __all__ = [
     "read_parallel_tsv", "run_bench",
 ]
 __all__ += ["AnalysisConfig", "compare_scores", "language_id_probe", "run_analyses"]
+__all__ += ["MineConfig", "mine_embeddings", "mine_files", "score_tsv", "search_files"]

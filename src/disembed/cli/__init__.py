@@ -8,11 +8,9 @@ import sys
 from typing import Sequence
 
 from ..exceptions import DisembedError
-from . import bench, encode, evaluate, train
-from . import analyse
+from . import analyse, bench, encode, evaluate, mine, score, search, train
 
-VERBS = (encode, train, evaluate, bench)
-VERBS += (analyse,)
+VERBS = (encode, train, evaluate, bench, analyse, mine, score, search)
 
 
 def build_parser() -> argparse.ArgumentParser:

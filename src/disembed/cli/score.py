@@ -1,0 +1,42 @@
+"""``disembed score PAIRS.tsv``: score given pairs (cosine or margin) to filter a bitext."""
+
+from __future__ import annotations
+
+import argparse
+
+from ..data.io import read_lines
+from ..mining import SCORE_KINDS, score_tsv
+from .common import add_common, add_encoder, encoder_from_args
+
+
+def add_parser(verbs) -> None:
+    p = verbs.add_parser("score", help="score (and filter) given sentence pairs",
+                         description=__doc__)
+    p.add_argument("pairs", help="TSV with a header row naming the two sentence columns")
+    p.add_argument("--out", required=True, help="output TSV: score + the input columns")
+    p.add_argument("--src-col", default="src", help="source column (default src)")
+    p.add_argument("--tgt-col", default="tgt", help="target column (default tgt)")
+    p.add_argument("--score", choices=SCORE_KINDS, default="cosine",
+                   help="cosine, or the ratio/distance margin against reference pools")
+    p.add_argument("-k", type=int, default=4, help="neighbours for the margin (default 4)")
+    p.add_argument("--src-pool", default=None,
+                   help="file of source sentences (one per line) for the margin; default: the "
+                        "pairs' own sources")
+    p.add_argument("--tgt-pool", default=None, help="same for targets")
+    p.add_argument("--threshold", type=float, default=None, help="write only pairs >= this")
+    p.add_argument("--skip-bad-lines", action="store_true",
+                   help="skip ragged rows and empty sentences (counted)")
+    add_encoder(p)
+    add_common(p)
+    p.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    pools = [[t for t in read_lines(f) if t.strip()] if f else None
+             for f in (args.src_pool, args.tgt_pool)]
+    n = score_tsv(args.pairs, encoder_from_args(args), args.out, src_col=args.src_col,
+                  tgt_col=args.tgt_col, kind=args.score, k=args.k, src_pool=pools[0],
+                  tgt_pool=pools[1], threshold=args.threshold, skip_bad=args.skip_bad_lines,
+                  batch_size=args.batch_size)
+    print(f"{n} pairs scored ({args.score}) -> {args.out}")  # noqa: T201
+    return 0

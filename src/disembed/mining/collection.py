@@ -1,0 +1,125 @@
+"""Large sentence files read by line offset, never held in memory whole.
+
+A collection is a UTF-8 file with one sentence per line (``text``) or
+``id<TAB>sentence`` per line (``tsv``; ``auto`` picks ``tsv`` when the first line
+has a tab). Indexing scans the file once and keeps, per kept line, its byte
+offset and 1-based line number: ``(n,) int64`` each, 16 bytes a line (16 MB for
+a million lines). Sentences and ids are read back on demand, in chunks for
+encoding and by row for the mined pairs. Bad lines (undecodable bytes, empty
+sentences, a missing tab) are errors naming file and line, or with
+``skip_bad=True`` skipped and counted.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator, Literal, Sequence
+
+import numpy as np
+
+from ..data.io import ReadReport
+from ..exceptions import ConfigError, DataError
+
+logger = logging.getLogger(__name__)
+
+Format = Literal["auto", "text", "tsv"]
+
+
+def _detect(path: Path) -> str:
+    with open(path, "rb") as f:
+        return "tsv" if b"\t" in f.readline() else "text"
+
+
+def _parse(raw: bytes, fmt: str, where: str) -> tuple[str, str]:
+    """``(id, sentence)`` of one raw line (without its newline); raises DataError."""
+    try:
+        line = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise DataError(f"{where}: bytes are not valid UTF-8; re-encode the file as UTF-8 "
+                        "(e.g. iconv -f LATIN1 -t UTF-8)") from None
+    line = line.rstrip("\r").lstrip("\ufeff")
+    if fmt == "tsv":
+        ident, tab, text = line.partition("\t")
+        if not tab:
+            raise DataError(f"{where}: no tab; expected 'id<TAB>sentence' "
+                            "(or pass format='text' / --format text)")
+    else:
+        ident, text = "", line
+    if not text.strip():
+        raise DataError(f"{where}: empty sentence")
+    return ident, text
+
+
+@dataclass
+class Collection:
+    """An indexed sentence file. Build it with :meth:`open`."""
+
+    path: Path
+    format: str
+    offsets: np.ndarray  # (n,) int64 byte offset of each kept line
+    lines: np.ndarray  # (n,) int64 1-based line number of each kept line
+    report: ReadReport = field(default_factory=lambda: ReadReport(""))
+
+    @classmethod
+    def open(cls, path: str | Path, format: Format = "auto", skip_bad: bool = False
+             ) -> "Collection":
+        path = Path(path)
+        if not path.is_file():
+            raise DataError(f"{path}: no such file")
+        if format not in ("auto", "text", "tsv"):
+            raise ConfigError(f"format must be auto, text or tsv, got {format!r}")
+        fmt = _detect(path) if format == "auto" else format
+        offsets, lines, report = [], [], ReadReport(str(path))
+        with open(path, "rb") as f:
+            pos = 0
+            for lineno, raw in enumerate(f, start=1):
+                try:
+                    _parse(raw.rstrip(b"\n"), fmt, f"{path}:{lineno}")
+                except DataError as exc:
+                    if not skip_bad:
+                        raise DataError(f"{exc}; fix the line or pass skip_bad=True / "
+                                        "--skip-bad-lines") from None
+                    report.skip(str(exc))
+                else:
+                    offsets.append(pos)
+                    lines.append(lineno)
+                pos += len(raw)
+        report.kept = len(offsets)
+        if report.skipped:
+            logger.warning("%s: skipped %d bad line(s), e.g. %s", path, report.skipped,
+                           report.reasons[0])
+        return cls(path, fmt, np.asarray(offsets, dtype=np.int64),
+                   np.asarray(lines, dtype=np.int64), report)
+
+    def __len__(self) -> int:
+        return len(self.offsets)
+
+    def rows(self, rows: Sequence[int]) -> list[tuple[str, str]]:
+        """``(id, sentence)`` of each row; the id of a ``text`` line is its line number."""
+        out = []
+        with open(self.path, "rb") as f:
+            for r in rows:
+                f.seek(int(self.offsets[r]))
+                ident, text = _parse(f.readline().rstrip(b"\n"), self.format, str(self.path))
+                out.append((ident or str(int(self.lines[r])), text))
+        return out
+
+    def chunks(self, size: int, start: int = 0) -> Iterator[tuple[int, list[str]]]:
+        """``(first_row, sentences)`` for consecutive chunks of ``size`` rows from ``start``."""
+        with open(self.path, "rb") as f:
+            for r0 in range(start, len(self), size):
+                rows = range(r0, min(r0 + size, len(self)))
+                f.seek(int(self.offsets[r0]))
+                texts = []
+                for r in rows:
+                    f.seek(int(self.offsets[r]))
+                    texts.append(_parse(f.readline().rstrip(b"\n"), self.format, "")[1])
+                yield r0, texts
+
+    def fingerprint(self) -> dict:
+        """What identifies the file's content for resuming (path, size, mtime, rows)."""
+        st = self.path.stat()
+        return {"path": str(self.path.resolve()), "size": st.st_size,
+                "mtime_ns": st.st_mtime_ns, "rows": len(self), "format": self.format}

@@ -1,0 +1,102 @@
+"""Streamed, resumable embedding of a :class:`Collection` into a memory-mapped matrix.
+
+Memory model: sentences are read ``chunk`` rows at a time, encoded through the
+(cached) encoder, optionally mapped to a disentangler's meaning view,
+L2-normalised and written into ``<run_dir>/<name>.npy`` (an ``(n, d) float32``
+``numpy`` memmap). After each chunk is flushed, ``<name>.json`` records the rows
+done (written atomically). A rerun with the same file, encoder and view resumes
+after the last recorded chunk; anything else starts over. Peak memory is one
+chunk of sentences and vectors, whatever the collection size; the embedding cache
+also keeps every chunk, so a rerun in another run directory encodes nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+from numpy.lib.format import open_memmap
+
+from ..cache import atomic_write_bytes
+from ..encoders import Encoder
+from ..progress import progress_bar
+from .collection import Collection
+
+logger = logging.getLogger(__name__)
+
+Transform = Callable[[np.ndarray], np.ndarray]
+
+
+def normalize_rows(X: np.ndarray) -> np.ndarray:
+    """``X (n, d)`` with unit rows (zero rows stay zero), float32."""
+    X = np.asarray(X, dtype=np.float32)
+    norms = np.linalg.norm(X, axis=1, keepdims=True)
+    return X / np.maximum(norms, 1e-12)
+
+
+def _meta(collection: Collection, encoder: Encoder, view: str) -> dict:
+    return {"collection": collection.fingerprint(), "encoder": encoder.identity.key,
+            "encoder_name": encoder.name, "view": view}
+
+
+def embed_collection(collection: Collection, encoder: Encoder, path: str | Path, *,
+                     transform: Transform | None = None, view: str = "raw",
+                     chunk: int = 16384, batch_size: int = 64) -> np.memmap:
+    """Embed every row of ``collection`` into ``path`` (``.npy``); returns it read-only.
+
+    Args:
+        transform: maps a chunk ``(c, d_in)`` to ``(c, d_out)`` (e.g. a meaning view).
+        view: a name for ``transform`` (part of the resume key).
+        chunk: rows per encoded and recorded chunk.
+    """
+    path = Path(path)
+    meta_path = path.with_suffix(".json")
+    meta = _meta(collection, encoder, view)
+    done = _resume_point(meta_path, path, meta)
+    n = len(collection)
+    with progress_bar(n, f"embed {collection.path.name}", unit="sent", initial=done) as bar:
+        out = None
+        for r0, texts in collection.chunks(chunk, start=done):
+            vectors = encoder.encode(texts, batch_size=batch_size)
+            vectors = normalize_rows(transform(vectors) if transform else vectors)
+            if out is None:
+                out = _open(path, n, vectors.shape[1], fresh=done == 0)
+            out[r0 : r0 + len(texts)] = vectors
+            out.flush()
+            _record(meta_path, meta, r0 + len(texts), vectors.shape[1])
+            bar.update(len(texts))
+    if done == n and not path.exists():  # empty collection
+        _open(path, 0, encoder.dim, fresh=True)
+    return np.load(path, mmap_mode="r")
+
+
+def _open(path: Path, n: int, d: int, fresh: bool) -> np.memmap:
+    if fresh:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return open_memmap(path, mode="w+", dtype=np.float32, shape=(n, d))
+    return open_memmap(path, mode="r+")
+
+
+def _resume_point(meta_path: Path, path: Path, meta: dict) -> int:
+    """Rows already embedded by an earlier run with the same inputs, else 0."""
+    if not (meta_path.is_file() and path.is_file()):
+        return 0
+    try:
+        stored = json.loads(meta_path.read_text())
+    except (OSError, ValueError):
+        return 0
+    if {k: stored.get(k) for k in meta} != meta:
+        logger.info("%s: inputs changed since the last run; embedding from the start", path)
+        return 0
+    done = int(stored.get("done", 0))
+    if done:
+        logger.info("%s: resuming after %d of %d rows", path, done, meta["collection"]["rows"])
+    return done
+
+
+def _record(meta_path: Path, meta: dict, done: int, dim: int) -> None:
+    body = json.dumps({**meta, "done": done, "dim": dim}, indent=1).encode()
+    atomic_write_bytes(meta_path, [body])

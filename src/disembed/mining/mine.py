@@ -1,0 +1,194 @@
+"""Mine translation pairs from two sentence files, end to end.
+
+``mine_files`` indexes both files (:mod:`.collection`), embeds them chunk by chunk
+into memory-mapped matrices in ``run_dir`` (:mod:`.embed`, resumable), optionally
+through a disentangler's meaning view, searches k-NN in both directions
+(:mod:`.search`), scores candidates with a margin (:mod:`.margin`), keeps those
+above a threshold and/or the top N, and writes a TSV
+``score  src  tgt  src_id  tgt_id``, best first, one line per distinct sentence
+pair, atomically. Memory: the two ``(n, d)`` matrices stay on disk; in memory are
+one search block, the k-NN lists ``(n + m, k)`` and the candidate arrays.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from ..cache import atomic_write_bytes
+from ..encoders import Encoder
+from ..exceptions import ConfigError
+from .collection import Collection, Format
+from .embed import embed_collection
+from .margin import MARGINS, MODES, Margin, Mode, candidates, check_choice, select
+from .search import check_backend, search_both
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class MineConfig:
+    """How candidates are found, scored and kept.
+
+    Args:
+        k: neighbours per sentence for the margin and the candidates.
+        margin: ``ratio``, ``distance`` or ``absolute``.
+        mode: ``forward``, ``backward``, ``max-score`` or ``intersection``.
+        threshold: keep pairs scoring at least this (``None``: no threshold).
+        top: keep at most this many pairs (``None``: all).
+        backend: ``exact``, ``exact-bf16``, ``faiss-flat``, ``faiss-ivf`` or ``faiss-hnsw``.
+        backend_options: keyword options of the backend (block sizes, nprobe, ...).
+        chunk: sentences per embedded (and resumable) chunk.
+    """
+
+    k: int = 4
+    margin: Margin = "ratio"
+    mode: Mode = "max-score"
+    threshold: float | None = None
+    top: int | None = None
+    backend: str = "exact"
+    backend_options: dict[str, Any] = field(default_factory=dict)
+    chunk: int = 16384
+
+    def __post_init__(self) -> None:
+        check_choice("margin", self.margin, MARGINS)
+        check_choice("mode", self.mode, MODES)
+        check_backend(self.backend)
+        if self.k < 1:
+            raise ConfigError(f"k must be >= 1, got {self.k}")
+        if self.top is not None and self.top < 0:
+            raise ConfigError(f"top must be >= 0, got {self.top}")
+        if self.chunk < 1:
+            raise ConfigError(f"chunk must be >= 1, got {self.chunk}")
+
+
+@dataclass
+class Mined:
+    """Mined pairs (best first): ``score (p,)``, ``src (p,)``, ``tgt (p,)`` row indices."""
+
+    score: np.ndarray
+    src: np.ndarray
+    tgt: np.ndarray
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.score)
+
+
+def mine_embeddings(x: np.ndarray, y: np.ndarray, config: MineConfig | None = None) -> Mined:
+    """Mine pairs between unit-row matrices ``x (n, d)`` and ``y (m, d)`` (arrays or memmaps)."""
+    cfg = config or MineConfig()
+    k = min(cfg.k, len(x), len(y))
+    t0 = time.perf_counter()
+    lists = search_both(x, y, k, cfg.backend, **cfg.backend_options)
+    t1 = time.perf_counter()
+    score, src, tgt = candidates(*lists, mode=cfg.mode, kind=cfg.margin)
+    keep = select(score, threshold=cfg.threshold, top=cfg.top)
+    return Mined(score[keep], src[keep], tgt[keep],
+                 {"knn": t1 - t0, "margin": time.perf_counter() - t1})
+
+
+def meaning_transform(model, language: str) -> Callable[[np.ndarray], np.ndarray]:
+    """``X (c, d) -> meaning (c, d')`` of a fitted disentangler for one language."""
+    return lambda X: model.meaning(X, language)
+
+
+def mine_files(src: str | Path, tgt: str | Path, encoder: Encoder, out: str | Path, *,
+               run_dir: str | Path, config: MineConfig | None = None, model=None,
+               src_lang: str | None = None, tgt_lang: str | None = None,
+               format: Format = "auto", skip_bad: bool = False, batch_size: int = 64) -> Mined:
+    """Mine ``src`` x ``tgt`` and write the TSV ``out``; ``model`` switches to its meaning view."""
+    cfg = config or MineConfig()
+    if model is not None and not (src_lang and tgt_lang):
+        raise ConfigError("mining with a disentangler's meaning view needs the language of "
+                          "each file: pass src_lang and tgt_lang (--src-lang/--tgt-lang)")
+    run_dir = Path(run_dir)
+    cols, mats = [], []
+    t0 = time.perf_counter()
+    for name, path, lang in (("src", src, src_lang), ("tgt", tgt, tgt_lang)):
+        col = Collection.open(path, format, skip_bad)
+        view = f"meaning:{_model_key(model)}:{lang}" if model is not None else "raw"
+        transform = meaning_transform(model, lang) if model is not None else None
+        mats.append(embed_collection(col, encoder, run_dir / f"{name}.npy", transform=transform,
+                                     view=view, chunk=cfg.chunk, batch_size=batch_size))
+        cols.append(col)
+    embed_s = time.perf_counter() - t0
+    mined = mine_embeddings(mats[0], mats[1], cfg)
+    mined.seconds["embed"] = embed_s
+    kept = write_pairs(out, mined, cols[0], cols[1])
+    logger.info("mined %d pairs (%d after text dedup) from %d x %d sentences -> %s", len(mined),
+                kept, len(cols[0]), len(cols[1]), out)
+    return mined
+
+
+def _model_key(model) -> str:
+    """A stable digest of a fitted model's class, parameters and learned state."""
+    import hashlib
+
+    h = hashlib.blake2b(digest_size=8)
+    h.update(f"{type(model).__name__}:{sorted(model.get_params().items())!r}".encode())
+    for name, value in sorted(model._state().items()):
+        h.update(name.encode())
+        h.update(np.ascontiguousarray(value).tobytes())
+    return h.hexdigest()
+
+
+def write_pairs(out: str | Path, mined: Mined, src: Collection, tgt: Collection) -> int:
+    """Write ``score src tgt src_id tgt_id`` lines, dropping repeated sentence pairs.
+
+    Returns the number of lines written (without the header).
+    """
+    seen: set[tuple[str, str]] = set()
+    lines = ["score\tsrc\ttgt\tsrc_id\ttgt_id\n"]
+    block = 65536
+    for b0 in range(0, len(mined), block):
+        s_rows = src.rows(mined.src[b0 : b0 + block])
+        t_rows = tgt.rows(mined.tgt[b0 : b0 + block])
+        scores = mined.score[b0 : b0 + block]
+        for score, (sid, s), (tid, t) in zip(scores, s_rows, t_rows, strict=True):
+            if (s, t) in seen:
+                continue
+            seen.add((s, t))
+            lines.append(f"{score:.6f}\t{s}\t{t}\t{sid}\t{tid}\n")
+    atomic_write_bytes(Path(out), [line.encode("utf-8") for line in lines])
+    return len(lines) - 1
+
+
+def search_files(queries: str | Path, database: str | Path, encoder: Encoder, out: str | Path,
+                 *, run_dir: str | Path, k: int = 10, backend: str = "exact", model=None,
+                 query_lang: str | None = None, db_lang: str | None = None,
+                 format: Format = "auto", skip_bad: bool = False, chunk: int = 16384,
+                 batch_size: int = 64) -> int:
+    """Write the ``k`` nearest ``database`` sentences of every query as a TSV.
+
+    Columns ``query_id rank score match_id query match``; returns the number of queries.
+    """
+    if model is not None and not (query_lang and db_lang):
+        raise ConfigError("searching a meaning view needs --src-lang and --tgt-lang")
+    cols, mats = [], []
+    for name, path, lang in (("queries", queries, query_lang), ("database", database, db_lang)):
+        col = Collection.open(path, format, skip_bad)
+        view = f"meaning:{_model_key(model)}:{lang}" if model is not None else "raw"
+        transform = meaning_transform(model, lang) if model is not None else None
+        mats.append(embed_collection(col, encoder, Path(run_dir) / f"{name}.npy",
+                                     transform=transform, view=view, chunk=chunk,
+                                     batch_size=batch_size))
+        cols.append(col)
+    from .search import search
+
+    D, I = search(mats[0], mats[1], min(k, len(cols[1])), backend)  # noqa: E741
+    lines = ["query_id\trank\tscore\tmatch_id\tquery\tmatch\n"]
+    for q0 in range(0, len(D), 4096):
+        q_rows = cols[0].rows(range(q0, min(q0 + 4096, len(D))))
+        block = zip(q_rows, D[q0 : q0 + 4096], I[q0 : q0 + 4096], strict=True)
+        for (qid, qtext), d_row, i_row in block:
+            matches = zip(cols[1].rows(i_row), d_row, strict=True)
+            for rank, ((mid, mtext), score) in enumerate(matches, 1):
+                lines.append(f"{qid}\t{rank}\t{score:.6f}\t{mid}\t{qtext}\t{mtext}\n")
+    atomic_write_bytes(Path(out), [line.encode("utf-8") for line in lines])
+    return len(D)

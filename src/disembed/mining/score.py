@@ -1,0 +1,82 @@
+"""Score given sentence pairs (filter an existing bitext) and search neighbours for queries.
+
+``score_embeddings`` scores aligned pairs ``src (p, d)``, ``tgt (p, d)`` (unit rows) by
+plain cosine, or by a margin whose neighbour means come from reference pools: each
+source against ``tgt_pool``, each target against ``src_pool`` (by default the pairs'
+own sides, i.e. margin within the bitext).
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import numpy as np
+
+from ..cache import atomic_write_bytes
+from ..data.io import read_tsv
+from ..encoders import Encoder
+from ..exceptions import ConfigError, DataError, ShapeError
+from .embed import normalize_rows
+from .margin import margin
+from .search import search
+
+logger = logging.getLogger(__name__)
+
+SCORE_KINDS = ("cosine", "ratio", "distance")
+
+
+def score_embeddings(src: np.ndarray, tgt: np.ndarray, kind: str = "cosine", *, k: int = 4,
+                     src_pool: np.ndarray | None = None, tgt_pool: np.ndarray | None = None,
+                     backend: str = "exact") -> np.ndarray:
+    """``(p,) float64`` scores of aligned pairs ``src (p, d)``, ``tgt (p, d)`` (unit rows)."""
+    if kind not in SCORE_KINDS:
+        raise ConfigError(f"score kind must be one of {SCORE_KINDS}, got {kind!r}")
+    if src.shape != tgt.shape:
+        raise ShapeError(f"src and tgt must be aligned (p, d) matrices, got {src.shape} and "
+                         f"{tgt.shape}")
+    cos = np.einsum("pd,pd->p", src.astype(np.float64), tgt.astype(np.float64))
+    if kind == "cosine":
+        return cos
+    src_pool = src if src_pool is None else src_pool
+    tgt_pool = tgt if tgt_pool is None else tgt_pool
+    k_t, k_s = min(k, len(tgt_pool)), min(k, len(src_pool))
+    D_src, _ = search(src, tgt_pool, k_t, backend)  # (p, k) neighbours of each source
+    D_tgt, _ = search(tgt, src_pool, k_s, backend)
+    return margin(cos, D_src.mean(axis=1), D_tgt.mean(axis=1), kind)
+
+
+def _header(path: Path) -> list[str]:
+    with open(path, encoding="utf-8", errors="replace") as f:
+        return f.readline().rstrip("\r\n").split("\t")
+
+
+def score_tsv(path: str | Path, encoder: Encoder, out: str | Path, *, src_col: str = "src",
+              tgt_col: str = "tgt", kind: str = "cosine", k: int = 4,
+              src_pool: list[str] | None = None, tgt_pool: list[str] | None = None,
+              threshold: float | None = None, skip_bad: bool = False,
+              batch_size: int = 64) -> int:
+    """Score the pairs of a TSV (header row) and write ``score`` + its columns, file order.
+
+    Returns the number of rows written (those at or above ``threshold`` when given).
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(f"{path}: no such file")
+    header = [c for c in _header(path) if c != "score"]
+    columns = header + [c for c in (src_col, tgt_col) if c not in header]  # missing: an error
+    rows, _ = read_tsv(path, columns, skip_bad=skip_bad, required_nonempty=[src_col, tgt_col])
+
+    def embed(texts: list[str]) -> np.ndarray:
+        return normalize_rows(encoder.encode(texts, batch_size=batch_size))
+
+    src = embed([r[src_col] for r in rows])
+    tgt = embed([r[tgt_col] for r in rows])
+    pools = {name: embed(p) if p else None for name, p in (("s", src_pool), ("t", tgt_pool))}
+    scores = score_embeddings(src, tgt, kind, k=k, src_pool=pools["s"], tgt_pool=pools["t"])
+    lines = ["\t".join(["score", *columns]) + "\n"]
+    for score, row in zip(scores, rows, strict=True):
+        if threshold is None or score >= threshold:
+            lines.append("\t".join([f"{score:.6f}", *(row[c] for c in columns)]) + "\n")
+    atomic_write_bytes(Path(out), [line.encode("utf-8") for line in lines])
+    return len(lines) - 1

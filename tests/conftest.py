@@ -3,9 +3,9 @@ import logging
 import numpy as np
 import pytest
 import torch
+from tiny_data import write_tiny_data
 
 from disembed.encoders import HashEncoder
-from tiny_data import write_tiny_data
 
 # The test tensors are tiny: extra threads only spin, and on a shared, loaded CPU they
 # made a 2-epoch toy fit take seconds instead of a fraction of one.

@@ -14,17 +14,16 @@ __version__ = "0.1.0"
 
 logging.getLogger("disembed").addHandler(logging.NullHandler())
 
+from .analysis import AnalysisConfig, compare_scores, language_id_probe, run_analyses  # noqa: E402
 from .bench import BenchConfig, BenchResult, run_bench  # noqa: E402
 from .data.parallel import ParallelPairs, read_parallel_files, read_parallel_tsv  # noqa: E402
 from .data.training_set import build_training_set  # noqa: E402
 from .encoders import DEFAULT_ENCODER, Encoder, EncoderIdentity, load_encoder  # noqa: E402
 from .methods import METHODS, Disentangler, load_disentangler, make_method  # noqa: E402
+from .mining import MineConfig, mine_embeddings, mine_files, score_tsv, search_files  # noqa: E402
 from .pipeline import cached, embed_pairs, evaluate, fit_method  # noqa: E402
 from .results import RunResult  # noqa: E402
 from .training import TrainConfig  # noqa: E402
-from .analysis import (AnalysisConfig, compare_scores, language_id_probe,  # noqa: E402
-                       run_analyses)
-from .mining import MineConfig, mine_embeddings, mine_files, score_tsv, search_files  # noqa: E402
 
 __all__ = [
     "__version__", "BenchConfig", "BenchResult", "DEFAULT_ENCODER", "Disentangler", "Encoder",

@@ -6,8 +6,14 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from disembed.analysis.significance import (batched_statistic, compare_all, compare_scores,
-                                            paired_bootstrap, paired_permutation, score)
+from disembed.analysis.significance import (
+    batched_statistic,
+    compare_all,
+    compare_scores,
+    paired_bootstrap,
+    paired_permutation,
+    score,
+)
 from disembed.evaluation import TASKS
 from disembed.exceptions import ConfigError, ShapeError
 

@@ -2,10 +2,10 @@
 
 import numpy as np
 import pytest
-
 from tiny_data import QE_ROWS, STS_ROWS
 
 from disembed.encoders import HashEncoder
+
 
 @pytest.fixture
 def embed():

@@ -12,8 +12,14 @@ from .geometry import GeometryRecorder, alignment, geometry, uniformity
 from .items import attach_items, compare_bench, save_items
 from .leakage import ProbeResult, language_id_probe
 from .runner import ANALYSES, AnalysisConfig, run_analyses
-from .significance import (Comparison, PairedTest, compare_all, compare_scores,
-                           paired_bootstrap, paired_permutation)
+from .significance import (
+                           Comparison,
+                           PairedTest,
+                           compare_all,
+                           compare_scores,
+                           paired_bootstrap,
+                           paired_permutation,
+)
 from .truncation import TruncatedEncoder, truncate, truncation_sweep
 
 __all__ = ["ANALYSES", "AnalysisConfig", "CodeSwitchTask", "Comparison", "GeometryRecorder",

@@ -7,7 +7,6 @@ import logging
 from pathlib import Path
 
 from ..cache import atomic_write_bytes
-
 from ..data.io import read_lines
 from ..exceptions import DataError
 from .common import add_common, add_encoder, encoder_from_args

@@ -69,7 +69,10 @@ def _st_modules():
     """Transformer, Pooling, Normalize across sentence-transformers 3.x-6.x layouts."""
     try:
         from sentence_transformers.sentence_transformer.modules import (
-            Normalize, Pooling, Transformer)
+            Normalize,
+            Pooling,
+            Transformer,
+        )
     except ImportError:
         from sentence_transformers.models import Normalize, Pooling, Transformer
     return Transformer, Pooling, Normalize

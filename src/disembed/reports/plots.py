@@ -25,7 +25,7 @@ def plot_summary(results: Sequence[tuple[str, TaskScores]], path: str | Path) ->
     labels = list(dict.fromkeys(label for label, _ in results))
     fig, axes = plt.subplots(1, len(tasks), figsize=(4.2 * len(tasks), 0.5 * len(labels) + 2.2),
                              squeeze=False)
-    for ax, task in zip(axes[0], tasks):
+    for ax, task in zip(axes[0], tasks, strict=False):
         by_label = {label: s for label, s in results if s.task == task}
         title = None
         for i, label in enumerate(labels):
@@ -36,11 +36,14 @@ def plot_summary(results: Sequence[tuple[str, TaskScores]], path: str | Path) ->
             for offset, view, style in ((-0.2, "meaning", {}), (0.2, "language", {"hatch": "//"})):
                 value = s.main_score(view) if view in s.views() else float("nan")
                 if not math.isnan(value):
-                    ax.barh(i + offset, 100 * value, height=0.38, color="C0" if view == "meaning"
-                            else "C1", label=view if i == 0 else None, **style)
+                    bars = ax.barh(i + offset, 100 * value, height=0.38,
+                                   color="C0" if view == "meaning" else "C1",
+                                   label=view if i == 0 else None, **style)
+                    ax.bar_label(bars, fmt="%.1f", padding=2, fontsize=7)
         ax.set_yticks(range(len(labels)), labels, fontsize=8)
         ax.invert_yaxis()
         ax.axvline(0, color="black", linewidth=0.6)
+        ax.margins(x=0.15)  # room for the value labels
         ax.set_title(title or task, fontsize=9)
         ax.set_xlabel("score x100")
     handles = [plt.Rectangle((0, 0), 1, 1, color="C0"),

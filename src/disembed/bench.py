@@ -160,7 +160,7 @@ def _run_one(config, spec, encoder, train, method, enc_dir: Path) -> RunResult:
             return previous
     t0 = time.perf_counter()
     enc_before = encoder.stats.encode_seconds + encoder.stats.lookup_seconds
-    accepted = _init_params(method)
+    accepted = method_class(method).param_names()
     params = {"seed": config.seed} if "seed" in accepted else {}
     params.update({k: v for k, v in config.method_params.get(method, {}).items() if k in accepted})
     model = fit_method(method, encoder, train.pairs, params=params,
@@ -195,12 +195,6 @@ def _save_items(scores, run_dir: Path) -> None:
     from .analysis.items import save_items
 
     save_items(scores, run_dir / "items.npz")
-
-
-def _init_params(method: str) -> list[str]:
-    import inspect
-
-    return list(inspect.signature(method_class(method).__init__).parameters)
 
 
 def _floor_run(config: BenchConfig, run_dir: Path) -> RunResult:

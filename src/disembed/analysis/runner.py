@@ -104,7 +104,7 @@ def _params(method: str, config: AnalysisConfig) -> dict:
     """Seed and epoch cap for the methods that take them."""
     from ..methods import method_class
 
-    accepted = inspect.signature(method_class(method).__init__).parameters
+    accepted = method_class(method).param_names()
     params = {"seed": config.seed} if "seed" in accepted else {}
     if config.max_epochs is not None and "max_epochs" in accepted:
         params["max_epochs"] = config.max_epochs

@@ -64,8 +64,6 @@ def _items(text: str) -> int | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import inspect
-
     from ..bench import all_methods
     from ..methods import method_class
 
@@ -75,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
                  if v is not None}
     method_params = {}
     for m in methods:
-        accepted = inspect.signature(method_class(m).__init__).parameters
+        accepted = method_class(m).param_names()
         params = {k: v for k, v in overrides.items() if k in accepted}
         if params:
             method_params[m] = params

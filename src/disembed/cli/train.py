@@ -66,10 +66,7 @@ def run(args: argparse.Namespace) -> int:
     params = {k: v for k, v in (("lr", args.lr), ("batch_size", args.train_batch_size),
                                 ("max_epochs", args.max_epochs), ("patience", args.patience),
                                 ("negatives", args.negatives)) if v is not None}
-    cls = method_class(args.method)
-    import inspect
-
-    accepted = inspect.signature(cls.__init__).parameters
+    accepted = method_class(args.method).param_names()
     if "seed" in accepted:
         params["seed"] = args.seed
     ignored = sorted(k for k in params if k not in accepted)

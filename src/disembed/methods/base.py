@@ -52,12 +52,16 @@ class Disentangler(ABC):
             tgt_lang: Languages) -> "Disentangler":
         """Learn from ``n`` translation pairs: ``src (n, d)`` translates ``tgt (n, d)``."""
 
-    def get_params(self) -> dict[str, Any]:
-        """Hyperparameters as given to ``__init__`` (JSON-safe)."""
+    @classmethod
+    def param_names(cls) -> list[str]:
+        """Names of the hyperparameters ``__init__`` takes (what ``get_params`` returns)."""
         import inspect
 
-        names = [p for p in inspect.signature(type(self).__init__).parameters if p != "self"]
-        return {name: getattr(self, name) for name in names}
+        return [p for p in inspect.signature(cls.__init__).parameters if p != "self"]
+
+    def get_params(self) -> dict[str, Any]:
+        """Hyperparameters as given to ``__init__`` (JSON-safe)."""
+        return {name: getattr(self, name) for name in self.param_names()}
 
     # --- inference -----------------------------------------------------------
     @property

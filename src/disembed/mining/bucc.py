@@ -130,13 +130,9 @@ def plot_score_histogram(runs: dict[str, tuple[np.ndarray, np.ndarray, float]],
 
     ``runs`` maps a title to ``(score (p,), is_gold (p,), threshold)``.
     """
-    from ..exceptions import require
+    from ..reports.plots import pyplot, save_png
 
-    require("matplotlib", "plot", "the score histogram")
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot("the score histogram")
 
     fig, axes = plt.subplots(1, len(runs), figsize=(4.2 * len(runs), 3.2), squeeze=False)
     for ax, (title, (score, is_gold, thr)) in zip(axes[0], runs.items(), strict=True):
@@ -149,8 +145,4 @@ def plot_score_histogram(runs: dict[str, tuple[np.ndarray, np.ndarray, float]],
     axes[0][0].set_ylabel("candidates (log)")
     axes[0][0].legend(fontsize=7)
     fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_png(fig, path)

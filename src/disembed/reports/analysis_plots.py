@@ -8,31 +8,13 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from ..exceptions import require
+from .plots import pyplot, save_png
 
 MARKERS = "osD^vP*Xh<>p"
 
 
 def _plt():
-    require("matplotlib", "plot", "Plotting analyses")
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
-def save_png(fig, path: str | Path) -> Path:
-    """Write ``fig`` atomically as PNG and close it."""
-    plt = _plt()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(".tmp-" + path.name)
-    fig.savefig(tmp, dpi=110, format="png", bbox_inches="tight")
-    plt.close(fig)
-    tmp.replace(path)
-    return path
+    return pyplot("Plotting analyses")
 
 
 def pca_2d(X: np.ndarray) -> np.ndarray:

@@ -10,17 +10,38 @@ from ..evaluation.results import TaskScores
 from ..exceptions import require
 
 
-def plot_summary(results: Sequence[tuple[str, TaskScores]], path: str | Path) -> Path:
-    """One panel per task: the main score of the meaning and language parts for each label.
-
-    Bars: meaning (filled) and language (hatched), x100. Saved as PNG at ``path``.
-    """
-    require("matplotlib", "plot", "Plotting results")
+def pyplot(purpose: str):
+    """``matplotlib.pyplot`` on the headless Agg backend; without matplotlib, an install hint."""
+    require("matplotlib", "plot", purpose)
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    return plt
+
+
+def save_png(fig, path: str | Path) -> Path:
+    """Write ``fig`` as a PNG atomically (a temporary file, then a rename) and close it."""
+    import matplotlib.pyplot as plt
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(".tmp-" + path.name)
+    try:
+        fig.savefig(tmp, dpi=110, format="png", bbox_inches="tight")
+    finally:
+        plt.close(fig)
+    tmp.replace(path)
+    return path
+
+
+def plot_summary(results: Sequence[tuple[str, TaskScores]], path: str | Path) -> Path:
+    """One panel per task: the main score of the meaning and language parts for each label.
+
+    Bars: meaning (filled) and language (hatched), x100. Saved as PNG at ``path``.
+    """
+    plt = pyplot("Plotting results")
     tasks = list(dict.fromkeys(s.task for _, s in results))
     labels = list(dict.fromkeys(label for label, _ in results))
     fig, axes = plt.subplots(1, len(tasks), figsize=(4.2 * len(tasks), 0.5 * len(labels) + 2.2),
@@ -51,10 +72,4 @@ def plot_summary(results: Sequence[tuple[str, TaskScores]], path: str | Path) ->
     fig.legend(handles, ["meaning (higher is better)", "language (lower = less meaning leaked)"],
                loc="lower center", ncol=2, fontsize=8)
     fig.tight_layout(rect=(0, 0.08, 1, 1))
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(".tmp-" + path.name)
-    fig.savefig(tmp, dpi=110, format="png")
-    plt.close(fig)
-    tmp.replace(path)
-    return path
+    return save_png(fig, path)

@@ -21,7 +21,8 @@ import numpy as np
 
 from disembed import build_training_set, cached, fit_method, load_encoder
 from disembed.mining import MineConfig, normalize_rows
-from disembed.mining.bucc import LASER_F1, evaluate_bucc, load_bucc, plot_score_histogram
+from disembed.mining.bucc import LASER_F1, evaluate_bucc, load_bucc
+from disembed.reports.plots import plot_score_histogram
 
 logger = logging.getLogger("bench_bucc")
 

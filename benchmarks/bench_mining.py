@@ -41,7 +41,7 @@ def phase(name: str, x: np.ndarray, y: np.ndarray, k: int, workdir: Path) -> dic
 
     t0 = time.perf_counter()
     if name == "matmul":
-        from disembed.mining.knn import KnnOptions
+        from disembed.retrieval.knn import KnnOptions
 
         opt = KnnOptions()
         buf = torch.empty(opt.block_rows, opt.block_cols)

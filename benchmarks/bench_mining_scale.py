@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from disembed.mining import knn, normalize_rows
-from disembed.mining.faiss_backend import FaissOptions, build_index, search_index
+from disembed.retrieval.faiss_backend import FaissOptions, build_index, search_index
 
 
 def matrices(data: str, n: int, nq: int, dim: int) -> tuple[np.ndarray, np.ndarray]:

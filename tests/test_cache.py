@@ -1,9 +1,9 @@
 import numpy as np
 import pytest
 
-from disembed.cache import EmbeddingStore
 from disembed.encoders import HashEncoder
 from disembed.encoders.cached import CachedEncoder
+from disembed.encoders.store import EmbeddingStore
 
 
 class CountingEncoder(HashEncoder):

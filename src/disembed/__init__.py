@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 
-__version__ = "0.1.0"
+from .version import __version__  # noqa: E402
 
 logging.getLogger("disembed").addHandler(logging.NullHandler())
 

@@ -16,7 +16,6 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from .cache import atomic_write_bytes
 from .data.languages import normalize_language
 from .data.training_set import build_training_set
 from .encoders import DEFAULT_ENCODER, HashEncoder, load_encoder
@@ -25,6 +24,7 @@ from .methods import METHODS, make_method, method_class
 from .pipeline import cached, evaluate, fit_method
 from .provenance import environment
 from .results import RunResult
+from .util.files import atomic_write_bytes
 
 logger = logging.getLogger(__name__)
 

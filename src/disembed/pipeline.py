@@ -10,7 +10,6 @@
 from __future__ import annotations
 
 import logging
-import os
 import time
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -19,18 +18,10 @@ import numpy as np
 
 from .data.parallel import ParallelPairs
 from .encoders import Encoder
-from .encoders.cached import CachedEncoder
+from .encoders.cached import CachedEncoder, cached  # noqa: F401 (re-exported)
 from .methods import Disentangler, make_method
 
 logger = logging.getLogger(__name__)
-
-
-def cached(encoder: Encoder, cache_dir: str | os.PathLike | None = None,
-           dtype: str = "float32") -> CachedEncoder:
-    """Wrap ``encoder`` with the on-disk embedding store (no-op if already wrapped)."""
-    if isinstance(encoder, CachedEncoder):
-        return encoder
-    return CachedEncoder(encoder, cache_dir, dtype=dtype)
 
 
 def embed_pairs(encoder: Encoder, pairs: ParallelPairs, *, batch_size: int = 64

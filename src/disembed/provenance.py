@@ -24,7 +24,7 @@ def git_commit(path: str | os.PathLike | None = None) -> str | None:
 
 def environment() -> dict:
     """Package version, git commit, Python/torch versions, CPU count and a UTC timestamp."""
-    from . import __version__
+    from .version import __version__
 
     try:
         import torch

@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .cache import atomic_write_bytes
+from .util.files import atomic_write_bytes
 
 
 def _json_safe(obj: Any) -> Any:

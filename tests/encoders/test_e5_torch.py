@@ -99,7 +99,7 @@ def test_reader_rejects_foreign_and_truncated_files(tmp_path):
 
 @needs_cc
 def test_tokenizer_matches_the_c_engine(encoder):
-    from disembed.encoders.e5_reference import ReferenceTokenizer
+    from e5_reference import ReferenceTokenizer
 
     ref = ReferenceTokenizer()
     for side in ("passage", "query"):

@@ -5,7 +5,8 @@ import pytest
 
 from disembed.encoders import HashEncoder
 from disembed.mining import normalize_rows
-from disembed.mining.bucc import best_threshold, evaluate_bucc, load_bucc, plot_score_histogram
+from disembed.mining.bucc import best_threshold, evaluate_bucc, load_bucc
+from disembed.reports.plots import plot_score_histogram
 
 
 def test_best_threshold_against_exhaustive_search():

@@ -89,7 +89,7 @@ def test_grouped_paths_match_brute_force():
 def test_grouped_topk_equals_topk_with_ties(axis):
     import torch
 
-    from disembed.mining.knn import group_max, grouped_topk
+    from disembed.retrieval.knn import group_max, grouped_topk
 
     sims = torch.from_numpy(np.random.default_rng(9).integers(0, 50, (320, 512)).astype(
         np.float32))  # many ties

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..cache import atomic_write_bytes
 from ..exceptions import ConfigError
+from ..util.files import atomic_write_bytes
 
 logger = logging.getLogger(__name__)
 

@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..cache import atomic_write_bytes
 from ..results import _json_safe
+from ..util.files import atomic_write_bytes
 from .significance import compare_all, paired_bootstrap, paired_permutation, task_items
 
 logger = logging.getLogger(__name__)

@@ -14,7 +14,7 @@ VERBS = (encode, train, evaluate, bench, analyse, mine, score, search)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from .. import __version__
+    from ..version import __version__
 
     parser = argparse.ArgumentParser(
         prog="disembed",

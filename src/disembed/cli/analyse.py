@@ -74,8 +74,8 @@ def _bench_significance(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from ..analysis.items import compare_bench
-    from ..cache import atomic_write_bytes
     from ..reports.analysis_report import render_comparisons
+    from ..util.files import atomic_write_bytes
 
     comparisons = compare_bench(args.bench, n_resamples=args.n_resamples, seed=args.seed)
     out = Path(args.out)

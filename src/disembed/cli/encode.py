@@ -6,9 +6,9 @@ import argparse
 import logging
 from pathlib import Path
 
-from ..cache import atomic_write_bytes
 from ..data.io import read_lines
 from ..exceptions import DataError
+from ..util.files import atomic_write_bytes
 from .common import add_common, add_encoder, encoder_from_args
 
 logger = logging.getLogger(__name__)

@@ -71,12 +71,3 @@ def check_texts(texts: Sequence[str], source: str = "input") -> list[str]:
                 "ask for counted skips (skip_empty=True / --skip-bad-lines)"
             )
     return out
-
-
-def file_checksum(path: str, chunk: int = 1 << 20) -> str:
-    """sha256 of a file, first 16 hex characters (weights revision for identities)."""
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while block := f.read(chunk):
-            h.update(block)
-    return h.hexdigest()[:16]

@@ -11,9 +11,9 @@ from typing import Sequence
 
 import numpy as np
 
-from ..cache import EmbeddingStore
 from ..progress import progress_bar
 from .base import Encoder, check_texts
+from .store import EmbeddingStore
 
 logger = logging.getLogger(__name__)
 
@@ -101,3 +101,16 @@ class CachedEncoder:
                                                      batch_size=batch_size)
         out.flush()
         return out
+
+
+def cached(encoder: Encoder, cache_dir: str | os.PathLike | None = None,
+           dtype: str = "float32") -> CachedEncoder:
+    """Wrap ``encoder`` with the on-disk embedding store (no-op if already wrapped)."""
+    if isinstance(encoder, CachedEncoder):
+        return encoder
+    return CachedEncoder(encoder, cache_dir, dtype=dtype)
+
+
+def inner_encoder(encoder: Encoder) -> Encoder:
+    """The encoder inside a :class:`CachedEncoder` (``encoder`` itself otherwise)."""
+    return encoder.encoder if isinstance(encoder, CachedEncoder) else encoder

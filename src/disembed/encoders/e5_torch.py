@@ -24,7 +24,8 @@ import numpy as np
 
 from ..data.languages import XLMR_LANGUAGES
 from ..exceptions import ConfigError, require
-from .base import EncoderIdentity, check_texts, file_checksum
+from ..util.files import sha256_file
+from .base import EncoderIdentity, check_texts
 from .e5_format import E5File, read_e5_file
 from .e5_model import E5Model
 from .e5_tokenizer import E5Tokenizer
@@ -41,7 +42,7 @@ def bundled_weights() -> str:
 
 @functools.lru_cache(maxsize=2)
 def _load(path: str) -> tuple[E5File, str]:
-    return read_e5_file(path), file_checksum(path)
+    return read_e5_file(path), sha256_file(path)
 
 
 def length_batches(lengths: Sequence[int], batch_size: int, max_tokens: int) -> list[list[int]]:

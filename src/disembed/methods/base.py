@@ -17,8 +17,8 @@ from typing import Any, ClassVar, Sequence
 
 import numpy as np
 
-from ..cache import atomic_write_bytes
 from ..exceptions import CheckpointError, NotFittedError, ShapeError
+from ..util.files import atomic_write_bytes
 
 logger = logging.getLogger(__name__)
 

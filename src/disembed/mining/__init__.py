@@ -3,13 +3,13 @@
 Numpy in, numpy out, block by block; faiss and Ray are optional and imported lazily.
 """
 
+from ..retrieval.knn import KnnOptions, brute_force_knn, knn, knn_both, normalize_rows, rescore
+from ..retrieval.margin import MARGINS, MODES, candidates, margin, pair_scores, select
+from ..retrieval.search import BACKENDS, search, search_both
 from .collection import Collection
-from .embed import embed_collection, normalize_rows
-from .knn import KnnOptions, brute_force_knn, knn, knn_both, rescore
-from .margin import MARGINS, MODES, candidates, margin, pair_scores, select
+from .embed import embed_collection
 from .mine import MineConfig, Mined, mine_embeddings, mine_files, search_files, write_pairs
 from .score import SCORE_KINDS, score_embeddings, score_tsv
-from .search import BACKENDS, search, search_both
 
 __all__ = [
     "BACKENDS", "Collection", "KnnOptions", "MARGINS", "MODES", "MineConfig", "Mined",

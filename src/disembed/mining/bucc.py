@@ -22,9 +22,9 @@ import numpy as np
 from ..data.io import read_lines
 from ..data.paths import resolve_data_dir
 from ..exceptions import DataError
-from .margin import candidates
+from ..retrieval.margin import candidates
+from ..retrieval.search import search_both
 from .mine import MineConfig
-from .search import search_both
 
 logger = logging.getLogger(__name__)
 
@@ -122,27 +122,3 @@ def evaluate_bucc(data: BuccData, embed: Callable[[list[str], str], np.ndarray],
     logger.info("BUCC %s: P %.3f R %.3f F1 %.3f at threshold %.4f (%d candidates)", data.pair,
                 p, r, f1, thr, len(score))
     return result, score, is_gold
-
-
-def plot_score_histogram(runs: dict[str, tuple[np.ndarray, np.ndarray, float]],
-                         path: str | Path, bins: int = 60) -> Path:
-    """One panel per run: candidate scores, gold vs non-gold, with the chosen threshold.
-
-    ``runs`` maps a title to ``(score (p,), is_gold (p,), threshold)``.
-    """
-    from ..reports.plots import pyplot, save_png
-
-    plt = pyplot("the score histogram")
-
-    fig, axes = plt.subplots(1, len(runs), figsize=(4.2 * len(runs), 3.2), squeeze=False)
-    for ax, (title, (score, is_gold, thr)) in zip(axes[0], runs.items(), strict=True):
-        edges = np.linspace(np.percentile(score, 0.5), score.max(), bins)
-        ax.hist(score[~is_gold], bins=edges, alpha=0.6, label="not in gold", log=True)
-        ax.hist(score[is_gold], bins=edges, alpha=0.6, label="gold", log=True)
-        ax.axvline(thr, color="k", linestyle="--", linewidth=1, label=f"best F1 at {thr:.3f}")
-        ax.set_title(title, fontsize=9)
-        ax.set_xlabel("margin score")
-    axes[0][0].set_ylabel("candidates (log)")
-    axes[0][0].legend(fontsize=7)
-    fig.tight_layout()
-    return save_png(fig, path)

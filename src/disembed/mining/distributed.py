@@ -27,10 +27,10 @@ from pathlib import Path
 
 import numpy as np
 
-from ..cache import atomic_write_bytes
 from ..exceptions import require
+from ..retrieval.margin import candidates, select
+from ..util.files import atomic_write_bytes
 from .collection import Collection, _parse
-from .margin import candidates, select
 from .mine import MineConfig, Mined
 
 logger = logging.getLogger(__name__)
@@ -48,7 +48,7 @@ def encode_shard(path: str, fmt: str, offsets: np.ndarray, encoder_spec: str,
 
     from ..encoders import load_encoder
     from ..pipeline import cached
-    from .embed import normalize_rows
+    from ..retrieval.knn import normalize_rows
 
     if Path(out).exists():
         return out
@@ -70,7 +70,7 @@ def encode_shard(path: str, fmt: str, offsets: np.ndarray, encoder_spec: str,
 
 def knn_pair(x_path: str, y_path: str, k: int) -> tuple[np.ndarray, ...]:
     """k-NN lists of one shard pair (local row indices)."""
-    from .knn import knn_both
+    from ..retrieval.knn import knn_both
 
     x, y = np.load(x_path, mmap_mode="r"), np.load(y_path, mmap_mode="r")
     return knn_both(x, y, min(k, len(x), len(y)))

@@ -20,21 +20,15 @@ from typing import Callable
 import numpy as np
 from numpy.lib.format import open_memmap
 
-from ..cache import atomic_write_bytes
 from ..encoders import Encoder
 from ..progress import progress_bar
+from ..retrieval.knn import normalize_rows
+from ..util.files import atomic_write_bytes
 from .collection import Collection
 
 logger = logging.getLogger(__name__)
 
 Transform = Callable[[np.ndarray], np.ndarray]
-
-
-def normalize_rows(X: np.ndarray) -> np.ndarray:
-    """``X (n, d)`` with unit rows (zero rows stay zero), float32."""
-    X = np.asarray(X, dtype=np.float32)
-    norms = np.linalg.norm(X, axis=1, keepdims=True)
-    return X / np.maximum(norms, 1e-12)
 
 
 def _meta(collection: Collection, encoder: Encoder, view: str) -> dict:

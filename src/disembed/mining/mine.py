@@ -20,13 +20,13 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..cache import atomic_write_bytes
 from ..encoders import Encoder
 from ..exceptions import ConfigError
+from ..retrieval.margin import MARGINS, MODES, Margin, Mode, candidates, check_choice, select
+from ..retrieval.search import check_backend, search_both
+from ..util.files import atomic_write_bytes
 from .collection import Collection, Format
 from .embed import embed_collection
-from .margin import MARGINS, MODES, Margin, Mode, candidates, check_choice, select
-from .search import check_backend, search_both
 
 logger = logging.getLogger(__name__)
 
@@ -179,7 +179,7 @@ def search_files(queries: str | Path, database: str | Path, encoder: Encoder, ou
                                      transform=transform, view=view, chunk=chunk,
                                      batch_size=batch_size))
         cols.append(col)
-    from .search import search
+    from ..retrieval.search import search
 
     D, I = search(mats[0], mats[1], min(k, len(cols[1])), backend)  # noqa: E741
     lines = ["query_id\trank\tscore\tmatch_id\tquery\tmatch\n"]

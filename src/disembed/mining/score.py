@@ -13,13 +13,13 @@ from pathlib import Path
 
 import numpy as np
 
-from ..cache import atomic_write_bytes
 from ..data.io import read_tsv
 from ..encoders import Encoder
 from ..exceptions import ConfigError, DataError, ShapeError
-from .embed import normalize_rows
-from .margin import margin
-from .search import search
+from ..retrieval.knn import normalize_rows
+from ..retrieval.margin import margin
+from ..retrieval.search import search
+from ..util.files import atomic_write_bytes
 
 logger = logging.getLogger(__name__)
 

@@ -6,6 +6,8 @@ import math
 from pathlib import Path
 from typing import Sequence
 
+import numpy as np
+
 from ..evaluation.results import TaskScores
 from ..exceptions import require
 
@@ -72,4 +74,26 @@ def plot_summary(results: Sequence[tuple[str, TaskScores]], path: str | Path) ->
     fig.legend(handles, ["meaning (higher is better)", "language (lower = less meaning leaked)"],
                loc="lower center", ncol=2, fontsize=8)
     fig.tight_layout(rect=(0, 0.08, 1, 1))
+    return save_png(fig, path)
+
+
+def plot_score_histogram(runs: dict[str, tuple[np.ndarray, np.ndarray, float]],
+                         path: str | Path, bins: int = 60) -> Path:
+    """One panel per run: candidate scores, gold vs non-gold, with the chosen threshold.
+
+    ``runs`` maps a title to ``(score (p,), is_gold (p,), threshold)``.
+    """
+    plt = pyplot("the score histogram")
+
+    fig, axes = plt.subplots(1, len(runs), figsize=(4.2 * len(runs), 3.2), squeeze=False)
+    for ax, (title, (score, is_gold, thr)) in zip(axes[0], runs.items(), strict=True):
+        edges = np.linspace(np.percentile(score, 0.5), score.max(), bins)
+        ax.hist(score[~is_gold], bins=edges, alpha=0.6, label="not in gold", log=True)
+        ax.hist(score[is_gold], bins=edges, alpha=0.6, label="gold", log=True)
+        ax.axvline(thr, color="k", linestyle="--", linewidth=1, label=f"best F1 at {thr:.3f}")
+        ax.set_title(title, fontsize=9)
+        ax.set_xlabel("margin score")
+    axes[0][0].set_ylabel("candidates (log)")
+    axes[0][0].legend(fontsize=7)
+    fig.tight_layout()
     return save_png(fig, path)

@@ -10,7 +10,7 @@ from typing import Any
 
 import torch
 
-from ..cache import atomic_write_bytes
+from ..util.files import atomic_write_bytes
 
 logger = logging.getLogger(__name__)
 

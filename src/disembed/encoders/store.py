@@ -19,7 +19,6 @@ import json
 import logging
 import os
 import struct
-import tempfile
 import uuid
 import zlib
 from pathlib import Path
@@ -27,8 +26,9 @@ from typing import Sequence
 
 import numpy as np
 
-from .encoders.base import EncoderIdentity
-from .exceptions import CheckpointError, ConfigError
+from ..exceptions import CheckpointError, ConfigError
+from ..util.files import atomic_write_bytes
+from .base import EncoderIdentity
 
 logger = logging.getLogger(__name__)
 
@@ -42,22 +42,6 @@ DTYPES = ("float16", "float32")
 def text_key(text: str) -> bytes:
     """The 16-byte content address of one sentence."""
     return hashlib.blake2b(text.encode("utf-8"), digest_size=KEY_BYTES).digest()
-
-
-def atomic_write_bytes(path: Path, chunks: Sequence[bytes]) -> None:
-    """Write ``chunks`` to ``path`` so readers see either nothing or the whole file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=path.suffix)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            for chunk in chunks:
-                f.write(chunk)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 class _Shard:

@@ -39,6 +39,13 @@ from ..progress import progress_bar
 
 logger = logging.getLogger(__name__)
 
+
+def normalize_rows(X: np.ndarray) -> np.ndarray:
+    """``X (n, d)`` with unit rows (zero rows stay zero), float32."""
+    X = np.asarray(X, dtype=np.float32)
+    norms = np.linalg.norm(X, axis=1, keepdims=True)
+    return X / np.maximum(norms, 1e-12)
+
 Precision = Literal["float32", "bfloat16"]
 _TORCH = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 _GROUP = 16  # neighbours per group in the two-stage top-k

@@ -18,7 +18,7 @@ import shutil
 import subprocess
 import tempfile
 
-from ..exceptions import MissingDependencyError, require
+from disembed.exceptions import MissingDependencyError, require
 
 _SHIM = r"""
 #include "e5.c"

@@ -1,0 +1,1 @@
+"""Benchmark data: line-aligned text and TSV readers, one loader per evaluation set, the training pool."""

@@ -1,0 +1,1 @@
+"""Tables, plots and report pages rendered from results."""

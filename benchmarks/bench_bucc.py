@@ -1,12 +1,13 @@
 """BUCC 2018 mining F1 (sample gold, threshold fitted on the gold) for raw and meaning views.
 
     PYTHONPATH=src python benchmarks/bench_bucc.py --encoder use-m3 --pairs de-en,fr-en,zh-en \
-        --methods raw,seed --train-pairs 2000 --out runs/bucc-use-m3.json \
+        --methods baseline,seed --train-pairs 2000 --out runs/bucc-use-m3.json \
         --plot docs/mining_bucc_hist.png
 
-``seed`` is trained on pairs from ``build_training_set`` with the BUCC pools among
-the evaluation sets, so no pair sharing a sentence with a BUCC pool is trained on
-(and the BUCC gold file is never a training source).
+The same numbers come from ``disembed bench --tasks bucc``; this script adds the score
+histograms. Trained methods are trained with the BUCC pools among the evaluation sets
+kept out, so no pair sharing a sentence with a BUCC pool is trained on (and the BUCC gold
+file is never a training source).
 """
 
 from __future__ import annotations
@@ -19,9 +20,9 @@ from pathlib import Path
 
 import numpy as np
 
-from disembed import build_training_set, cached, fit_method, load_encoder
-from disembed.mining import MineConfig, normalize_rows
-from disembed.mining.bucc import LASER_F1, evaluate_bucc, load_bucc
+from disembed.evaluation.bucc import LASER_F1, BuccTask, best_threshold
+from disembed.experiment import RunSpec, TrainingData, open_encoder, run
+from disembed.methods import method_class
 from disembed.reports.plots import plot_score_histogram
 
 logger = logging.getLogger("bench_bucc")
@@ -31,51 +32,46 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--encoder", default="use-m3")
     ap.add_argument("--pairs", default="de-en,fr-en,zh-en")
-    ap.add_argument("--methods", default="raw", help="raw and/or registered method names")
+    ap.add_argument("--methods", default="baseline", help="registered method names")
     ap.add_argument("--train-pairs", type=int, default=2000, help="pairs per language")
     ap.add_argument("--train-languages", default="de,fr,zh")
-    ap.add_argument("--max-epochs", type=int, default=None, help="neural methods: epoch cap")
+    ap.add_argument("--max-epochs", type=int, default=None, help="trained methods: epoch cap")
     ap.add_argument("--backend", default="exact")
     ap.add_argument("--out", required=True)
     ap.add_argument("--plot", default=None)
     args = ap.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
-    encoder = cached(load_encoder(args.encoder))
-    pairs = args.pairs.split(",")
-    config = MineConfig(k=4, margin="ratio", mode="max-score", backend=args.backend)
+    encoder = open_encoder(RunSpec(encoder=args.encoder))
+    task = BuccTask(args.pairs.split(","), backend=args.backend)
+    data = TrainingData(tuple(args.train_languages.split(",")), args.train_pairs,
+                        keep_out=("tatoeba", "sts17", "wmt20-qe", "bucc2018"))
     results, hist = [], {}
     for method in args.methods.split(","):
-        model, train_info = None, {}
-        if method != "raw":
-            langs = args.train_languages.split(",")
-            train = build_training_set(langs, args.train_pairs,
-                                       eval_sets=("tatoeba", "sts17", "wmt20-qe", "bucc2018"))
-            params = {"max_epochs": args.max_epochs} if args.max_epochs and method != \
-                "mean-centering" else {}
-            model = fit_method(method, encoder, train.pairs, params=params)
-            train_info = {"train_pairs": len(train.pairs), "languages": langs}
-
-        def embed(texts, lang, model=model):
-            X = encoder.encode(texts)
-            return normalize_rows(model.meaning(X, lang) if model is not None else X)
-
-        for pair in pairs:
-            t0 = time.perf_counter()
-            res, score, is_gold = evaluate_bucc(load_bucc(pair), embed, config)
-            row = {**res.to_dict(), "method": method, "encoder": args.encoder,
+        params = {"max_epochs": args.max_epochs} if args.max_epochs and "max_epochs" in \
+            method_class(method).param_names() else {}
+        t0 = time.perf_counter()
+        result = run(RunSpec(method=method, params=params, encoder=args.encoder,
+                             data=data if method_class(method).needs_data else None, tasks=()),
+                     encoder=encoder)
+        for subset in task.load_subsets():
+            pair = subset.name
+            a = result.model.meaning(encoder.encode(subset.texts_a), subset.lang_a)
+            b = result.model.meaning(encoder.encode(subset.texts_b), "en")
+            score, is_gold = task.mine(subset, a, b)
+            p, r, f1, threshold = best_threshold(score, is_gold, len(subset.gold_pairs))
+            row = {"pair": pair, "method": method, "encoder": args.encoder, "precision": p,
+                   "recall": r, "f1": f1, "threshold": threshold,
                    "seconds": round(time.perf_counter() - t0, 1), "laser_f1": LASER_F1[pair],
-                   **train_info}
+                   "train_pairs": (result.training.get("data") or {}).get("total_pairs", 0)}
             results.append(row)
-            hist[f"{args.encoder} {method} {pair}"] = (score, is_gold, res.threshold)
+            hist[f"{args.encoder} {method} {pair}"] = (score, is_gold, threshold)
             logger.info("%s", json.dumps(row))
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps({"config": vars(args), "results": results}, indent=1))
     if args.plot:
-        keys = [k for k in hist if k.endswith(pairs[-1])] + [k for k in hist
-                                                            if not k.endswith(pairs[-1])]
-        plot_score_histogram({k: hist[k] for k in keys[:3]}, args.plot)
+        plot_score_histogram(dict(list(hist.items())[:3]), args.plot)
     for r in results:
-        logger.info("%-8s %-6s P %.3f R %.3f F1 %.3f (LASER %.1f)", r["pair"], r["method"],
+        logger.info("%-8s %-14s P %.3f R %.3f F1 %.3f (LASER %.1f)", r["pair"], r["method"],
                     r["precision"], r["recall"], r["f1"], r["laser_f1"])
 
 

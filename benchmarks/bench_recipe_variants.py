@@ -22,10 +22,8 @@ import time
 
 import numpy as np
 
-from disembed.bench import DEFAULT_TASKS, DEFAULT_TRAIN_LANGUAGES, BenchConfig
-from disembed.data.training_set import build_training_set
-from disembed.encoders import load_encoder
-from disembed.pipeline import cached, evaluate, fit_method
+from disembed.evaluation import DEFAULT_TASKS
+from disembed.experiment import DEFAULT_TRAIN_LANGUAGES, BenchConfig, RunSpec, open_encoder, run
 from disembed.reports.tables import summary_table
 
 
@@ -54,16 +52,16 @@ def main() -> None:
     config = BenchConfig(encoders=[args.encoder], languages=args.languages.split(","),
                          pairs_per_language=args.pairs_per_language,
                          tasks=args.tasks.split(","))
-    encoder = cached(load_encoder(args.encoder))
-    train = build_training_set(config.languages, config.pairs_per_language,
-                               eval_sets=list(config.tasks), seed=config.seed)
-    rows, notes = [], []
+    encoder = open_encoder(RunSpec(encoder=args.encoder))
+    rows, notes, pairs = [], [], 0
     for spec in args.variants:
         name, params = parse_variant(spec)
         t0 = time.perf_counter()
-        model = fit_method(name, encoder, train.pairs, params=params)
-        scores = evaluate(model, encoder, config.tasks, task_options=config.task_options())
-        rows += [(spec, s) for s in scores]
+        result = run(RunSpec(method=name, params=params, encoder=args.encoder,
+                             data=config.training_data(), tasks=tuple(config.tasks),
+                             evaluation=config.eval_options(), label=spec), encoder=encoder)
+        model, pairs = result.model, result.training["data"]["total_pairs"]
+        rows += [(spec, s) for s in result.scores]
         hist = getattr(model, "history_", None)
         note = f"{spec}: {time.perf_counter() - t0:.0f} s"
         if hist is not None:
@@ -75,7 +73,7 @@ def main() -> None:
             means = {k: np.mean([d[g][k] for d in diag.values()]) for g, k in keys}
             note += ", mean over languages " + ", ".join(f"{k} {v:.3f}" for k, v in means.items())
         notes.append(note)
-    print(f"{args.encoder}, {len(train.pairs)} training pairs "  # noqa: T201
+    print(f"{args.encoder}, {pairs} training pairs "  # noqa: T201
           f"({args.pairs_per_language} per language, {len(config.languages)} languages)\n")
     print(summary_table(rows))  # noqa: T201
     print("\n" + "\n".join(f"- {n}" for n in notes))  # noqa: T201

@@ -3,34 +3,45 @@
 The public API::
 
     from disembed import (load_encoder, cached, build_training_set, fit_method, evaluate,
-                          make_method, load_disentangler, run_bench, BenchConfig)
+                          make_method, load_disentangler, RunSpec, run, BenchConfig, run_bench)
 """
 
 from __future__ import annotations
 
 import logging
 
-from .version import __version__  # noqa: E402
+from .analysis import compare_scores, language_id_probe
+from .data.parallel import ParallelPairs, read_parallel_files, read_parallel_tsv
+from .data.training_set import build_training_set
+from .encoders import DEFAULT_ENCODER, Encoder, EncoderIdentity, load_encoder
+from .encoders.cached import cached
+from .evaluation import EvalOptions
+from .experiment import (
+    BenchConfig,
+    RunSpec,
+    TrainingData,
+    Workspace,
+    embed_pairs,
+    evaluate,
+    fit_method,
+    run,
+    run_bench,
+)
+from .experiment.analyse import AnalysisConfig, run_analyses
+from .methods import METHODS, Disentangler, load_disentangler, make_method
+from .mining import MineConfig, mine_embeddings, mine_files, score_tsv, search_files
+from .results import ExperimentResult, RunResult
+from .training import TrainConfig
+from .version import __version__
 
 logging.getLogger("disembed").addHandler(logging.NullHandler())
 
-from .analysis import AnalysisConfig, compare_scores, language_id_probe, run_analyses  # noqa: E402
-from .bench import BenchConfig, BenchResult, run_bench  # noqa: E402
-from .data.parallel import ParallelPairs, read_parallel_files, read_parallel_tsv  # noqa: E402
-from .data.training_set import build_training_set  # noqa: E402
-from .encoders import DEFAULT_ENCODER, Encoder, EncoderIdentity, load_encoder  # noqa: E402
-from .methods import METHODS, Disentangler, load_disentangler, make_method  # noqa: E402
-from .mining import MineConfig, mine_embeddings, mine_files, score_tsv, search_files  # noqa: E402
-from .pipeline import cached, embed_pairs, evaluate, fit_method  # noqa: E402
-from .results import RunResult  # noqa: E402
-from .training import TrainConfig  # noqa: E402
-
 __all__ = [
-    "__version__", "BenchConfig", "BenchResult", "DEFAULT_ENCODER", "Disentangler", "Encoder",
-    "EncoderIdentity", "METHODS", "ParallelPairs", "RunResult", "TrainConfig",
-    "build_training_set", "cached", "embed_pairs", "evaluate", "fit_method",
-    "load_disentangler", "load_encoder", "make_method", "read_parallel_files",
-    "read_parallel_tsv", "run_bench",
+    "__version__", "AnalysisConfig", "BenchConfig", "DEFAULT_ENCODER", "Disentangler",
+    "Encoder", "EncoderIdentity", "EvalOptions", "ExperimentResult", "METHODS", "MineConfig",
+    "ParallelPairs", "RunResult", "RunSpec", "TrainConfig", "TrainingData", "Workspace",
+    "build_training_set", "cached", "compare_scores", "embed_pairs", "evaluate", "fit_method",
+    "language_id_probe", "load_disentangler", "load_encoder", "make_method", "mine_embeddings",
+    "mine_files", "read_parallel_files", "read_parallel_tsv", "run", "run_analyses", "run_bench",
+    "score_tsv", "search_files",
 ]
-__all__ += ["AnalysisConfig", "compare_scores", "language_id_probe", "run_analyses"]
-__all__ += ["MineConfig", "mine_embeddings", "mine_files", "score_tsv", "search_files"]

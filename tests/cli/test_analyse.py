@@ -31,7 +31,7 @@ def test_analyse_saved_model_and_trained_method(env, capsys):
                  "--languages", "de,zh", "--pairs-per-language", "40", "--max-epochs", "2",
                  "--tatoeba-languages", "de,zh", "--truncation-ks", "4,8",
                  "--n-resamples", "50", "--out", str(out)]) == 0
-    assert capsys.readouterr().out.strip().endswith("analysis.md")
+    assert capsys.readouterr().out.strip().endswith("report.html")
     report = (out / "analysis.md").read_text(encoding="utf-8")
     images = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", report)
     assert {"tradeoff.png", "geometry.png", "codeswitch.png", "truncation-tatoeba.png"} <= set(
@@ -39,19 +39,19 @@ def test_analyse_saved_model_and_trained_method(env, capsys):
     assert sum(name.startswith("projection-") for name in images) == 3
     for name in images:
         assert (out / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    page = (out / "analysis.html").read_text(encoding="utf-8")
-    assert all(f'<img src="{name}"' in page for name in images) and "<table>" in page
+    page = (out / "report.html").read_text(encoding="utf-8")  # self-contained: images inlined
+    assert page.count('src="data:image/png;base64,') == len(images) and "<table>" in page
     for section in ("## Semantic leakage", "## Significance", "## Geometry",
                     "## Code-switching robustness", "## Embedding dimensionality"):
         assert section in report
     data = json.loads((out / "analysis.json").read_text())
     labels = [r["label"] for r in data["runs"]]
     assert labels == ["baseline", "seed", "seed (seed-model)"]
-    trained = data["runs"][1]
+    trained = data["runs"][1]["measurements"]
     assert [r["epoch"] for r in trained["trajectory"]] == [1, 2]
     assert set(trained["probe"]) == {"raw", "meaning", "language"}
     assert data["comparisons"] and all("p_value" in c["bootstrap"] for c in data["comparisons"])
-    assert data["runs"][2]["trajectory"] == []  # a loaded model has no training epochs
+    assert data["runs"][2]["measurements"]["trajectory"] == []  # a loaded model: no epochs
 
 
 def test_analyse_rejects_unknown_analysis(env, capsys):

@@ -113,7 +113,7 @@ def test_train_composed_recipe_and_evaluate_it(env, capsys):
 
 
 def test_bench_all_methods_gives_one_matrix(env, capsys):
-    from disembed.bench import all_methods
+    from disembed.experiment import all_methods
 
     assert main(["bench", "--encoders", "hash:16", "--languages", "de,zh", "--pairs-per-language",
                  "40", "--max-epochs", "1", "--methods", "all", "--no-floor", "--tasks",
@@ -136,10 +136,9 @@ def test_bench_lr_reaches_trained_methods_only_and_reruns_them(env, capsys):
     assert main(base) == 0
     assert main(base + ["--lr", "0.003"]) == 0
     runs = {r["method"]: r for r in json.loads((env / "bench" / "bench.json").read_text())["runs"]}
-    assert runs["seed"]["method_params"]["lr"] == 0.003
-    assert "lr" not in runs["baseline"]["method_params"]
-    assert runs["seed"]["config"]["bench"]["method_params"] == {
-        "seed": {"max_epochs": 1, "lr": 0.003}}
+    assert runs["seed"]["params"]["lr"] == 0.003
+    assert "lr" not in runs["baseline"]["params"]
+    assert runs["seed"]["spec"]["params"] == {"max_epochs": 1, "lr": 0.003}
 
 
 def test_python_dash_m_runs_the_cli():
@@ -161,4 +160,4 @@ def test_bench_max_eval_items_takes_a_count_or_all(env, capsys):
     assert parse(["bench", "--max-eval-items", "50"]).max_eval_items == 50
     with pytest.raises(SystemExit):
         parse(["bench", "--max-eval-items", "0"])
-    assert "positive number of items or 'all'" in capsys.readouterr().err
+    assert "a number of items >= 2 or 'all'" in capsys.readouterr().err

@@ -11,7 +11,9 @@ from disembed.exceptions import ConfigError, ShapeError, UnknownNameError
 
 
 def test_registry_names():
-    assert TASKS.names() == ["sts17", "tatoeba", "wmt20-qe"]
+    assert TASKS.names() == ["bucc", "sts17", "tatoeba", "wmt20-qe"]
+    assert {TASKS.get(n).metadata.eval_set for n in TASKS} == {"bucc2018", "sts17", "tatoeba",
+                                                              "wmt20-qe"}
     with pytest.raises(UnknownNameError, match="Did you mean 'tatoeba'"):
         TASKS.get("tatoba")
 

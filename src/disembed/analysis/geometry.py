@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import torch
 
 from ..evaluation.metrics import l2_normalize
 from ..exceptions import ShapeError
@@ -80,8 +81,6 @@ class GeometryRecorder:
 
     def measure(self) -> dict[str, dict[str, float]]:
         """Geometry of each view the model returns now (eval mode, no gradients)."""
-        import torch
-
         head = getattr(self.model, "head_", None)
         was_training = bool(getattr(head, "training", False))
         if head is not None:
@@ -106,6 +105,34 @@ class GeometryRecorder:
         entry = {"epoch": int(record.get("epoch", len(self.records) + 1)), **self.measure()}
         self.records.append(entry)
         logger.debug("epoch %d geometry: %s", entry["epoch"], entry)
+
+
+def pca_2d(X: np.ndarray) -> np.ndarray:
+    """First two principal components of ``X (n, d)`` -> ``(n, 2)`` (deterministic signs)."""
+    Xc = np.asarray(X, np.float64) - np.mean(X, axis=0)
+    _, _, vt = np.linalg.svd(Xc, full_matrices=False)
+    vt = vt[:2] * np.sign(vt[:2, :1] + 1e-300)  # fix the sign ambiguity of SVD
+    return Xc @ vt.T
+
+
+def projection_panels(views: dict[str, np.ndarray], digits: int = 4) -> list[dict]:
+    """2-D PCA of each view, and of all views together when their dimensions agree.
+
+    ``views``: name -> (n, d) for the same n rows. Returns one panel per projection:
+    ``{"label", "points": {view: (n, 2) nested lists}}`` (rounded; JSON-ready for plots).
+    """
+    names = list(views)
+    groups = [(n, [n]) for n in names]
+    if len(names) > 1 and len({views[n].shape[1] for n in names}) == 1:
+        groups.append(("joint PCA of " + " + ".join(names), names))
+    panels = []
+    for label, members in groups:
+        points = pca_2d(np.concatenate([views[n] for n in members]))  # (k n, 2)
+        n = len(views[members[0]])
+        panels.append({"label": label, "points": {
+            m: np.round(points[i * n : (i + 1) * n], digits).tolist()
+            for i, m in enumerate(members)}})
+    return panels
 
 
 def views_by_language(model, X: np.ndarray, languages: Any) -> dict[str, np.ndarray]:

@@ -16,7 +16,9 @@ from pathlib import Path
 import numpy as np
 
 from ..exceptions import ConfigError
+from ..results import RunResult
 from ..util.files import atomic_write_bytes
+from .significance import compare_all
 
 logger = logging.getLogger(__name__)
 
@@ -53,9 +55,6 @@ def compare_bench(bench_dir: str | Path, *, n_resamples: int = 2000, seed: int =
     Reads ``<bench_dir>/<encoder>/<method>/{result.json, items.npz}``; runs without
     ``items.npz`` are skipped with a warning.
     """
-    from ..results import RunResult
-    from .significance import compare_all
-
     bench_dir = Path(bench_dir)
     out = []
     for enc_dir in sorted(p for p in bench_dir.iterdir() if p.is_dir()):
@@ -66,7 +65,7 @@ def compare_bench(bench_dir: str | Path, *, n_resamples: int = 2000, seed: int =
                 continue
             run = RunResult.from_json(run_dir / "result.json")
             label = f"{enc_dir.name}/{run.method}"
-            results[label] = attach_items(run.task_scores(), run_dir / ITEMS_FILE)
+            results[label] = attach_items(run.scores, run_dir / ITEMS_FILE)
         out += compare_all(results, n_resamples=n_resamples, seed=seed)
     if not out:
         raise ConfigError(f"{bench_dir}: no two runs of one encoder with {ITEMS_FILE} to compare")

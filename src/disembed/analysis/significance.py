@@ -23,12 +23,13 @@ inside each stratum.
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Literal
 
 import numpy as np
 from scipy.stats import rankdata
 
+from ..evaluation import TASKS
 from ..exceptions import ConfigError, ShapeError
 
 Statistic = Literal["mean", "pearson", "spearman"]
@@ -196,15 +197,20 @@ class Comparison:
         return "tie" if self.bootstrap.delta == 0 else (self.a if better_a else self.b)
 
     def to_dict(self) -> dict:
-        from dataclasses import asdict
-
         return {**asdict(self), "winner": self.winner}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Comparison":
+        """Inverse of :meth:`to_dict` (``winner`` is derived, not read)."""
+        fields_ = {k: v for k, v in d.items() if k != "winner"}
+        for test in ("bootstrap", "permutation"):
+            fields_[test] = PairedTest(**{k: float("nan") if v is None else v
+                                          for k, v in d[test].items()})
+        return cls(**fields_)
 
 
 def _members(scores) -> list[str]:
     """Subsets averaged into the main score (all subsets if the task is not registered)."""
-    from ..evaluation import TASKS
-
     subsets = scores.subsets()
     if scores.task in TASKS.names():
         options = {k: v for k, v in scores.config.items() if k != "task"}
@@ -277,8 +283,8 @@ def compare_all(results: dict[str, list], *, views: tuple[str, ...] = ("meaning"
             by_task = {s.task: s for s in results[lb]}
             for sa in results[la]:
                 sb = by_task.get(sa.task)
-                if sb is None:
-                    continue
+                if sb is None or not (sa.per_item and sb.per_item):
+                    continue  # not both evaluated here, or a task without per-item scores
                 for view in views:
                     if view not in sa.views() or view not in sb.views():
                         continue

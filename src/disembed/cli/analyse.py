@@ -12,9 +12,15 @@ from __future__ import annotations
 
 import argparse
 
-from ..analysis.runner import ANALYSES, AnalysisConfig, run_analyses
-from ..bench import DEFAULT_METHODS, DEFAULT_TRAIN_LANGUAGES
-from .common import add_common, csv_list
+from pathlib import Path
+
+from ..analysis.items import compare_bench
+from ..experiment import DEFAULT_METHODS, DEFAULT_TRAIN_LANGUAGES
+from ..experiment.analyse import ANALYSES, AnalysisConfig, run_analyses
+from ..reports.analysis_report import render_comparisons
+from ..util.files import atomic_write_text
+from ..util.jsonsafe import dumps_json
+from .common import add_common, csv_list, items_or_all, pairs_or_all, positive_int
 
 
 def add_parser(verbs) -> None:
@@ -32,19 +38,19 @@ def add_parser(verbs) -> None:
     p.add_argument("--analyses", type=csv_list, default=list(ANALYSES),
                    help=f"comma-separated subset of {','.join(ANALYSES)} (default: all)")
     p.add_argument("--languages", type=csv_list, default=list(DEFAULT_TRAIN_LANGUAGES))
-    p.add_argument("--pairs-per-language", type=int, default=1000)
+    p.add_argument("--pairs-per-language", type=pairs_or_all, default=1000)
     p.add_argument("--tasks", type=csv_list, default=["tatoeba", "sts17"])
     p.add_argument("--tatoeba-languages", default="tatoeba-14")
-    p.add_argument("--max-eval-items", type=int, default=None)
-    p.add_argument("--sample-pairs", type=int, default=1000,
+    p.add_argument("--max-eval-items", type=items_or_all, default=None)
+    p.add_argument("--sample-pairs", type=positive_int, default=1000,
                    help="held-out Tatoeba pairs for geometry and projections")
-    p.add_argument("--probe-per-language", type=int, default=400,
+    p.add_argument("--probe-per-language", type=positive_int, default=400,
                    help="Tatoeba sentences per language (and English) for the LID probe")
     p.add_argument("--codeswitch-rate", type=float, default=0.3)
-    p.add_argument("--truncation-ks", type=lambda s: [int(x) for x in csv_list(s)],
+    p.add_argument("--truncation-ks", type=lambda s: [positive_int(x) for x in csv_list(s)],
                    default=[16, 64, 128, 256])
-    p.add_argument("--n-resamples", type=int, default=2000)
-    p.add_argument("--max-epochs", type=int, default=None)
+    p.add_argument("--n-resamples", type=positive_int, default=2000)
+    p.add_argument("--max-epochs", type=positive_int, default=None)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", default="runs/analysis")
     add_common(p)
@@ -65,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
         n_resamples=args.n_resamples, max_epochs=args.max_epochs, seed=args.seed,
         out_dir=args.out, data_dir=args.data_dir, cache_dir=args.cache_dir)
     run_analyses(config)
-    print(f"{args.out}/analysis.md")  # noqa: T201
+    print(f"{args.out}/report.html")  # noqa: T201
     return 0
 
 

@@ -9,13 +9,20 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+from pathlib import Path
 
-from ..bench import DEFAULT_TRAIN_LANGUAGES
-from ..data.parallel import read_parallel_tsv
-from ..data.training_set import build_training_set
-from ..methods import METHODS, method_class
-from ..pipeline import fit_method
-from .common import add_common, add_encoder, csv_list, encoder_from_args
+from ..exceptions import ConfigError
+from ..experiment import DEFAULT_TRAIN_LANGUAGES, RunOutputs, RunSpec, TrainingData, run
+from ..methods import METHODS
+from .common import (
+    add_common,
+    add_encoder,
+    csv_list,
+    encoder_options,
+    pairs_or_all,
+    positive_int,
+    workspace_from_args,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -28,7 +35,8 @@ def add_parser(verbs) -> None:
     data = p.add_argument_group("training data")
     data.add_argument("--languages", type=csv_list, default=list(DEFAULT_TRAIN_LANGUAGES),
                       help="comma-separated languages paired with English")
-    data.add_argument("--pairs-per-language", type=int, default=2000)
+    data.add_argument("--pairs-per-language", type=pairs_or_all, default=2000,
+                      help="pairs per language (>= 20) or 'all' (default 2000)")
     data.add_argument("--pairs", default=None,
                       help="your own TSV of pairs instead (with --src-col/--tgt-col)")
     data.add_argument("--src-col", default=None)
@@ -38,51 +46,55 @@ def add_parser(verbs) -> None:
     data.add_argument("--skip-bad-lines", action="store_true")
     hp = p.add_argument_group("training (trained methods)")
     hp.add_argument("--lr", type=float, default=None)
-    hp.add_argument("--train-batch-size", type=int, default=None)
-    hp.add_argument("--max-epochs", type=int, default=None)
-    hp.add_argument("--patience", type=int, default=None)
+    hp.add_argument("--train-batch-size", type=positive_int, default=None)
+    hp.add_argument("--max-epochs", type=positive_int, default=None)
+    hp.add_argument("--patience", type=positive_int, default=None)
     hp.add_argument("--seed", type=int, default=0)
     hp.add_argument("--negatives", choices=("paper", "official"), default=None)
     add_encoder(p)
     add_common(p)
-    p.set_defaults(handler=run)
+    p.set_defaults(handler=run_verb)
 
 
-def run(args: argparse.Namespace) -> int:
+def training_data(args: argparse.Namespace) -> TrainingData:
     if args.pairs:
-        if not (args.src_col and args.tgt_col):
-            from ..exceptions import ConfigError
+        return TrainingData(pairs_file=args.pairs, src_col=args.src_col, tgt_col=args.tgt_col,
+                            src_lang=args.src_lang, tgt_lang=args.tgt_lang,
+                            skip_bad=args.skip_bad_lines)
+    if args.src_col or args.tgt_col:
+        raise ConfigError("--src-col/--tgt-col name the columns of --pairs FILE.tsv; give "
+                          "--pairs too (or leave them out to build data from --languages)")
+    return TrainingData(tuple(args.languages), args.pairs_per_language, seed=args.seed)
 
-            raise ConfigError("--pairs needs --src-col and --tgt-col naming the two columns")
-        pairs = read_parallel_tsv(args.pairs, args.src_col, args.tgt_col, args.src_lang,
-                                  args.tgt_lang, skip_bad=args.skip_bad_lines)
-        report = {"source": args.pairs, "pairs": len(pairs), "counts": pairs.counts(),
-                  "skipped": sum(r.skipped for r in pairs.reports)}
-    else:
-        built = build_training_set(args.languages, args.pairs_per_language,
-                                   data_dir=args.data_dir, seed=args.seed)
-        pairs, report = built.pairs, built.report()
-        logger.info(built.summary())
+
+def check_out(out: str) -> Path:
+    """``--out`` must be a folder (new or existing), not a file: checked before training."""
+    path = Path(out)
+    if path.exists() and not path.is_dir():
+        raise ConfigError(f"--out {out} is a file; give a directory for config.json + "
+                          "model.safetensors")
+    return path
+
+
+def run_verb(args: argparse.Namespace) -> int:
+    out = check_out(args.out)
     params = {k: v for k, v in (("lr", args.lr), ("batch_size", args.train_batch_size),
                                 ("max_epochs", args.max_epochs), ("patience", args.patience),
                                 ("negatives", args.negatives)) if v is not None}
-    accepted = method_class(args.method).param_names()
-    if "seed" in accepted:
-        params["seed"] = args.seed
-    ignored = sorted(k for k in params if k not in accepted)
-    if ignored:
-        logger.warning("%s takes no %s; ignoring them", args.method, ", ".join(ignored))
-    params = {k: v for k, v in params.items() if k in accepted}
-    encoder = encoder_from_args(args)
-    model = fit_method(args.method, encoder, pairs, params=params, batch_size=args.batch_size,
-                       checkpoint_dir=f"{args.out}/checkpoint")
-    model.save(args.out, metadata={"encoder": encoder.identity.to_dict(),
-                                   "encoder_spec": args.encoder, "training": report})
-    summary = {"method": args.method, "out": args.out, "pairs": len(pairs),
-               "fit_seconds": round(model.fit_seconds_, 2)}
-    if getattr(model, "history_", None):
-        h = model.history_
-        summary.update(epochs=len(h.epochs), best_epoch=h.best_epoch,
-                       pairs_per_second=round(h.pairs_per_second))
+    spec = RunSpec(method=args.method, params=params, encoder=args.encoder,
+                   encoder_options=encoder_options(args), data=training_data(args), tasks=(),
+                   seed=args.seed)
+    result = run(spec, workspace_from_args(args),
+                 outputs=RunOutputs(model_dir=out, checkpoint_dir=out / "checkpoint"))
+    summary = {"method": result.method, "out": str(out),
+               "pairs": result.training["data"]["total_pairs"],
+               "fit_seconds": round(result.timings["fit_seconds"], 2)}
+    history = result.training.get("history")
+    if history:
+        epochs = history["epochs"]
+        summary.update(epochs=len(epochs), best_epoch=history["best_epoch"],
+                       pairs_per_second=round(sum(e["train_pairs"] for e in epochs)
+                                              / max(sum(e["train_seconds"] for e in epochs),
+                                                    1e-9)))
     print(json.dumps(summary))  # noqa: T201
     return 0

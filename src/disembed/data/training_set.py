@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Sequence
 
 from ..exceptions import ConfigError
+from .bucc import bucc_texts
 from .io import read_lines, read_tsv
 from .languages import normalize_language, to_iso3
 from .parallel import ParallelPairs
@@ -98,8 +99,7 @@ def evaluation_texts(eval_set: str, data_dir: Path) -> set[str]:
                 rows, _ = read_tsv(path, ["original", "translation"], skip_bad=True)
                 texts += [r[c] for r in rows for c in ("original", "translation")]
     elif eval_set == "bucc2018":
-        for path in sorted((data_dir / "bucc2018").glob("*/*.sample.??")):
-            texts += [line.split("\t", 1)[-1] for line in read_lines(path)]
+        texts += bucc_texts(data_dir)
     else:
         raise ConfigError(f"unknown evaluation set {eval_set!r}; expected one of {EVAL_SETS}")
     return {_norm(t) for t in texts}

@@ -71,3 +71,14 @@ def check_texts(texts: Sequence[str], source: str = "input") -> list[str]:
                 "ask for counted skips (skip_empty=True / --skip-bad-lines)"
             )
     return out
+
+
+def supported_languages(encoder: object) -> list[str] | None:
+    """The languages an encoder (or the encoder it wraps: cache, truncation) declares, or
+    ``None`` when it declares none (then every language is tried)."""
+    while encoder is not None:
+        languages = getattr(encoder, "languages", None)
+        if languages is not None:
+            return list(languages)
+        encoder = getattr(encoder, "encoder", None)
+    return None

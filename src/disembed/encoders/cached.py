@@ -110,7 +110,3 @@ def cached(encoder: Encoder, cache_dir: str | os.PathLike | None = None,
         return encoder
     return CachedEncoder(encoder, cache_dir, dtype=dtype)
 
-
-def inner_encoder(encoder: Encoder) -> Encoder:
-    """The encoder inside a :class:`CachedEncoder` (``encoder`` itself otherwise)."""
-    return encoder.encoder if isinstance(encoder, CachedEncoder) else encoder

@@ -8,7 +8,8 @@
 from __future__ import annotations
 
 from ..registry import Registry
-from .base import Embed, PairedSubset, Task, TaskMetadata, Views, raw_views
+from .base import Embed, EvalOptions, PairedSubset, Task, TaskMetadata, Views, raw_views
+from .bucc import BuccTask
 from .qe import WMT20QETask
 from .results import ScoreRow, TaskScores
 from .sts import STS17Task
@@ -19,6 +20,10 @@ TASKS: Registry[type[Task]] = Registry("task")
 TASKS.add("tatoeba", TatoebaTask)
 TASKS.add("sts17", STS17Task)
 TASKS.add("wmt20-qe", WMT20QETask)
+TASKS.add("bucc", BuccTask)
 
-__all__ = ["TASKS", "Embed", "PairedSubset", "STS17Task", "ScoreRow", "Task", "TaskMetadata",
+#: The tasks of the main job (``disembed bench``) and of ``evaluate`` by default.
+DEFAULT_TASKS = ("tatoeba", "sts17", "wmt20-qe")
+
+__all__ = ["DEFAULT_TASKS", "TASKS", "BuccTask", "Embed", "EvalOptions", "PairedSubset", "STS17Task", "ScoreRow", "Task", "TaskMetadata",
            "TaskScores", "TatoebaTask", "Views", "WMT20QETask", "raw_views"]

@@ -21,8 +21,8 @@ import logging
 import time
 import zlib
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
-from typing import Any, Callable, ClassVar
+from dataclasses import asdict, dataclass
+from typing import Any, Callable, ClassVar, Collection, Sequence
 
 import numpy as np
 
@@ -34,8 +34,8 @@ logger = logging.getLogger(__name__)
 Embed = Callable[[list[str]], np.ndarray]
 Views = Callable[[np.ndarray, str], dict[str, np.ndarray]]
 
-__all__ = ["AVERAGE_PREFIX", "Embed", "PairedSubset", "ScoreRow", "Task", "TaskMetadata",
-           "TaskScores", "Views", "raw_views"]
+__all__ = ["AVERAGE_PREFIX", "Embed", "EvalOptions", "PairedSubset", "ScoreRow", "Task",
+           "TaskMetadata", "TaskScores", "Views", "raw_views"]
 
 
 def raw_views(embeddings: np.ndarray, lang: str) -> dict[str, np.ndarray]:
@@ -55,6 +55,42 @@ class TaskMetadata:
     metrics: tuple[str, ...]  # metrics in every per-subset row
     main_metric: str
     main_subset: str  # e.g. "avg:tatoeba-14"
+    eval_set: str = ""  # the data set it reads, kept out of training (data.training_set names)
+
+
+@dataclass(frozen=True)
+class EvalOptions:
+    """The options every task is built from (one object, so every verb builds tasks alike).
+
+    Attributes:
+        max_items: seeded subsample per language / track / pair (``None`` = every item,
+            the published protocol). seed: the subsample seed.
+        tatoeba_languages: ``"tatoeba-14"``, ``"tatoeba-36"``, ``"all"`` or a list of codes.
+        qe_split: the WMT QE split, ``"test"`` (WMT20) or ``"test21"``.
+    """
+
+    max_items: int | None = None
+    seed: int = 0
+    tatoeba_languages: str | tuple[str, ...] = "tatoeba-14"
+    qe_split: str = "test"
+
+    def __post_init__(self) -> None:
+        if self.max_items is not None and (isinstance(self.max_items, bool) or not isinstance(
+                self.max_items, int) or self.max_items < 2):
+            raise ConfigError(f"max_items must be None (every item) or an integer >= 2; got "
+                              f"{self.max_items!r}")
+        langs = self.tatoeba_languages
+        if isinstance(langs, str) and "," in langs:  # "de,zh" from a command line
+            object.__setattr__(self, "tatoeba_languages",
+                               tuple(x.strip() for x in langs.split(",") if x.strip()))
+        elif not isinstance(langs, str):
+            object.__setattr__(self, "tatoeba_languages", tuple(langs))
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        if isinstance(self.tatoeba_languages, tuple):
+            d["tatoeba_languages"] = list(self.tatoeba_languages)
+        return d
 
 
 @dataclass(frozen=True)
@@ -94,6 +130,12 @@ class Task(ABC):
         self.max_items = max_items
         self.seed = int(seed)
         self.data_dir = data_dir
+
+    @classmethod
+    def from_options(cls, options: EvalOptions, *, data_dir: str | None = None,
+                     supported: Collection[str] | None = None) -> "Task":
+        """This task built from the shared options; ``supported``: the encoder's languages."""
+        return cls(max_items=options.max_items, seed=options.seed, data_dir=data_dir)
 
     # -- what a subclass provides ------------------------------------------------------
     @abstractmethod

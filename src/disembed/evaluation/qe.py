@@ -38,7 +38,13 @@ class WMT20QETask(Task):
         metrics=("pearson", "spearman"),
         main_metric="pearson",
         main_subset="avg:wmt20-6",
+        eval_set="wmt20-qe",
     )
+
+    @classmethod
+    def from_options(cls, options, *, data_dir=None, supported=None) -> "WMT20QETask":
+        return cls(options.qe_split, max_items=options.max_items, seed=options.seed,
+                   data_dir=data_dir)
 
     def __init__(self, split: str = "test", pairs: Sequence[str] | None = None, *,
                  max_items: int | None = None, seed: int = 0,

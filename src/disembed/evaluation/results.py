@@ -8,7 +8,6 @@ Correlations and accuracies are stored raw (accuracies in [0, 1], correlations i
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,6 +15,8 @@ from typing import Any
 import numpy as np
 
 from ..exceptions import ConfigError
+from ..util.files import atomic_write_text
+from ..util.jsonsafe import dumps_json, json_safe
 
 AVERAGE_PREFIX = "avg:"
 
@@ -35,9 +36,7 @@ class ScoreRow:
     n: int
 
     def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["value"] = None if math.isnan(self.value) else float(self.value)
-        return d
+        return json_safe(asdict(self))
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> ScoreRow:
@@ -47,18 +46,6 @@ class ScoreRow:
 
 #: (view, subset, metric) -> per-item array, e.g. per-query credit or per-pair cosine.
 PerItem = dict[tuple[str, str, str], np.ndarray]
-
-
-def _json_safe(x: Any) -> Any:
-    if isinstance(x, float) and math.isnan(x):
-        return None
-    if isinstance(x, dict):
-        return {str(k): _json_safe(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_json_safe(v) for v in x]
-    if isinstance(x, np.generic):
-        return _json_safe(x.item())
-    return x
 
 
 @dataclass
@@ -109,7 +96,7 @@ class TaskScores:
         return self.get(view, self.main_subset, self.main_metric)
 
     def to_dict(self) -> dict[str, Any]:
-        return _json_safe(
+        return json_safe(
             {
                 "task": self.task,
                 "main_metric": self.main_metric,
@@ -139,18 +126,16 @@ class TaskScores:
         )
 
     def to_json(self, path: str | Path | None = None) -> str:
-        """JSON text (strict: no NaN literals); also written to ``path`` when given."""
-        text = json.dumps(self.to_dict(), indent=2, allow_nan=False)
+        """Strict JSON text (non-finite as ``null``); also written atomically to ``path``."""
+        text = dumps_json(self.to_dict())
         if path is not None:
-            Path(path).write_text(text + "\n", encoding="utf-8")
+            atomic_write_text(path, text + "\n")
         return text
 
     @classmethod
-    def from_json(cls, text_or_path: str | Path) -> TaskScores:
-        text = str(text_or_path)
-        if not text.lstrip().startswith("{"):
-            text = Path(text_or_path).read_text(encoding="utf-8")
-        return cls.from_dict(json.loads(text))
+    def from_json(cls, path: str | Path) -> TaskScores:
+        """Read a file written by :meth:`to_json`."""
+        return cls.from_dict(json.loads(Path(path).read_text(encoding="utf-8")))
 
 
 def average_rows(

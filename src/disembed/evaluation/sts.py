@@ -52,6 +52,7 @@ class STS17Task(Task):
         metrics=("pearson", "spearman"),
         main_metric="spearman",
         main_subset="avg:cross-lingual",
+        eval_set="sts17",
     )
 
     def __init__(self, tracks: str | Sequence[str] = "default", *,

@@ -49,7 +49,13 @@ class TatoebaTask(Task):
         metrics=("acc_xx2en", "acc_en2xx", "acc_mean"),
         main_metric="acc_mean",
         main_subset="avg:tatoeba-14",
+        eval_set="tatoeba",
     )
+
+    @classmethod
+    def from_options(cls, options, *, data_dir=None, supported=None) -> "TatoebaTask":
+        return cls(options.tatoeba_languages, supported=supported, max_items=options.max_items,
+                   seed=options.seed, data_dir=data_dir)
 
     def __init__(self, languages: str | Sequence[str] = "tatoeba-14", *,
                  supported: Collection[str] | None = None, max_items: int | None = None,

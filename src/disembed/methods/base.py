@@ -9,6 +9,7 @@ part and (for most methods) a language part. It saves as ``config.json`` +
 
 from __future__ import annotations
 
+import inspect
 import json
 import logging
 from abc import ABC, abstractmethod
@@ -45,6 +46,8 @@ class Disentangler(ABC):
     method: ClassVar[str] = ""
     #: whether :meth:`language` returns a language part
     has_language: ClassVar[bool] = True
+    #: whether :meth:`fit` needs translation pairs (``baseline`` does not)
+    needs_data: ClassVar[bool] = True
 
     # --- fitting -------------------------------------------------------------
     @abstractmethod
@@ -55,9 +58,13 @@ class Disentangler(ABC):
     @classmethod
     def param_names(cls) -> list[str]:
         """Names of the hyperparameters ``__init__`` takes (what ``get_params`` returns)."""
-        import inspect
-
         return [p for p in inspect.signature(cls.__init__).parameters if p != "self"]
+
+    @classmethod
+    def fit_accepts(cls, option: str) -> bool:
+        """Whether :meth:`fit` takes the keyword ``option`` (trained recipes take
+        ``checkpoint_dir`` and ``on_epoch_end``; closed-form ones take neither)."""
+        return option in inspect.signature(cls.fit).parameters
 
     def get_params(self) -> dict[str, Any]:
         """Hyperparameters as given to ``__init__`` (JSON-safe)."""

@@ -12,6 +12,7 @@ class Baseline(Disentangler):
 
     method = "baseline"
     has_language = False
+    needs_data = False
 
     def __init__(self) -> None:
         pass

@@ -17,19 +17,12 @@ def _plt():
     return pyplot("Plotting analyses")
 
 
-def pca_2d(X: np.ndarray) -> np.ndarray:
-    """First two principal components of ``X (n, d)`` -> ``(n, 2)`` (deterministic signs)."""
-    Xc = np.asarray(X, np.float64) - np.mean(X, axis=0)
-    _, _, vt = np.linalg.svd(Xc, full_matrices=False)
-    vt = vt[:2] * np.sign(vt[:2, :1] + 1e-300)  # fix the sign ambiguity of SVD
-    return Xc @ vt.T
+def plot_projection(panels: Sequence[dict], languages: Sequence[str], path: str | Path,
+                    title: str = "") -> Path:
+    """Precomputed 2-D projections (one axis each), coloured by language, marker = part.
 
-
-def plot_projection(views: Mapping[str, np.ndarray], languages: Sequence[str],
-                    path: str | Path, title: str = "") -> Path:
-    """PCA of each view (one panel each) and, when dimensions agree, of all views together.
-
-    Colour = language, marker = kind (view). ``views``: name -> (n, d) for the same n rows.
+    ``panels``: ``[{"label", "points": {part: (n, 2)}}]`` as made by
+    :func:`disembed.analysis.geometry.projection_panels`; ``languages``: the n rows' codes.
     """
     plt = _plt()
     langs = np.asarray(list(languages), dtype=object)
@@ -37,23 +30,17 @@ def plot_projection(views: Mapping[str, np.ndarray], languages: Sequence[str],
     palette = [plt.get_cmap(name)(i) for name, k in (("tab10", 10), ("Dark2", 8), ("Set1", 9))
                for i in range(k) if (name, i) not in (("tab10", 7), ("Set1", 8))]  # no greys
     colours = {x: palette[i % len(palette)] for i, x in enumerate(order)}
-    names = list(views)
-    panels = [(n, {n: views[n]}) for n in names]
-    if len(names) > 1 and len({views[n].shape[1] for n in names}) == 1:
-        panels.append(("joint PCA of " + " + ".join(names), dict(views)))
+    names = list(dict.fromkeys(n for panel in panels for n in panel["points"]))
     fig, axes = plt.subplots(1, len(panels), figsize=(4.6 * len(panels), 4.4), squeeze=False)
-    for ax, (label, group) in zip(axes[0], panels):
-        points = pca_2d(np.concatenate([group[n] for n in group]))
-        start = 0
-        for kind_i, name in enumerate(group):
-            xy = points[start : start + len(langs)]
-            start += len(langs)
+    for ax, panel in zip(axes[0], panels, strict=True):
+        for name, points in panel["points"].items():
+            xy = np.asarray(points, dtype=np.float64)  # (n, 2)
             marker = MARKERS[names.index(name) % len(MARKERS)]
             for lang in order:
                 sel = langs == lang
                 ax.scatter(xy[sel, 0], xy[sel, 1], s=9, alpha=0.6, marker=marker,
                            color=colours[lang], linewidths=0)
-        ax.set_title(label, fontsize=9)
+        ax.set_title(panel["label"], fontsize=9)
         ax.set_xticks([])
         ax.set_yticks([])
     lang_handles = [plt.Line2D([], [], marker="o", linestyle="", color=colours[x], label=x)
@@ -72,7 +59,7 @@ def plot_tradeoff(panels: Sequence[dict], path: str | Path, *, ylabel: str) -> P
     and one panel per measure: ``{"points": [(label, x, y)], "xlabel", "chance"}``."""
     plt = _plt()
     fig, axes = plt.subplots(1, len(panels), figsize=(5.4 * len(panels), 4.4), squeeze=False)
-    for ax, panel in zip(axes[0], panels):
+    for ax, panel in zip(axes[0], panels, strict=True):
         for i, (label, x, y) in enumerate(panel["points"]):
             if math.isnan(x) or math.isnan(y):
                 continue

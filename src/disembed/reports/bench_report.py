@@ -2,17 +2,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from ..results import ExperimentResult, RunResult
 from .tables import detail_table, summary_table
 
-if TYPE_CHECKING:
-    from ..bench import BenchResult
 
-
-def _label(run) -> str:
-    spec = run.config.get("encoder_spec") or run.encoder.get("backend")
-    return f"{spec} / {run.method}"
+def _label(run: RunResult) -> str:
+    return run.label
 
 
 def _training_table(runs) -> str:
@@ -29,7 +24,7 @@ def _training_table(runs) -> str:
     return "\n".join(lines)
 
 
-def _timing_table(result: "BenchResult") -> str:
+def _timing_table(result: ExperimentResult) -> str:
     lines = ["| run | fit (s) | evaluate (s) | encoding (s) | epochs | train pairs/s |",
              "|---|---:|---:|---:|---:|---:|"]
     for run in result.runs:
@@ -69,9 +64,9 @@ def _map_table(runs) -> str:
                       "|---|---|" + "---:|" * 11] + lines)
 
 
-def render_bench(result: "BenchResult") -> str:
+def render_bench(result: ExperimentResult) -> str:
     cfg, env = result.config, result.environment
-    flat = [(_label(r), s) for r in result.runs for s in r.task_scores()]
+    flat = [(_label(r), s) for r in result.runs for s in r.scores]
     parts = [
         "# disembed bench",
         "",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import math
 from pathlib import Path
 from typing import Sequence
@@ -9,7 +10,10 @@ from typing import Sequence
 import numpy as np
 
 from ..evaluation.results import TaskScores
-from ..exceptions import require
+from ..exceptions import MissingDependencyError, require
+from ..results import RunResult
+
+logger = logging.getLogger(__name__)
 
 
 def pyplot(purpose: str):
@@ -75,6 +79,17 @@ def plot_summary(results: Sequence[tuple[str, TaskScores]], path: str | Path) ->
                loc="lower center", ncol=2, fontsize=8)
     fig.tight_layout(rect=(0, 0.08, 1, 1))
     return save_png(fig, path)
+
+
+def write_summary_plot(runs: Sequence[RunResult], path: str | Path) -> Path | None:
+    """:func:`plot_summary` of every run's scores, or ``None`` (logged) without matplotlib."""
+    try:
+        path = plot_summary([(r.label, s) for r in runs for s in r.scores], path)
+    except MissingDependencyError as exc:
+        logger.info("no summary plot (%s)", exc)
+        return None
+    logger.info("summary plot: %s", path)
+    return path
 
 
 def plot_score_histogram(runs: dict[str, tuple[np.ndarray, np.ndarray, float]],

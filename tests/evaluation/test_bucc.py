@@ -3,9 +3,11 @@
 import numpy as np
 import pytest
 
+from disembed.data.bucc import load_bucc
 from disembed.encoders import HashEncoder
-from disembed.mining import normalize_rows
-from disembed.mining.bucc import best_threshold, evaluate_bucc, load_bucc
+from disembed.evaluation import TASKS, EvalOptions
+from disembed.evaluation.bucc import BuccTask, best_threshold
+from disembed.methods import make_method
 from disembed.reports.plots import plot_score_histogram
 
 
@@ -41,14 +43,39 @@ def bucc_dir(tmp_path):
     return tmp_path
 
 
-def test_evaluate_bucc_on_a_tiny_pool(bucc_dir, tmp_path):
+def test_bucc_task_on_a_tiny_pool(bucc_dir, tmp_path):
     data = load_bucc("de-en", bucc_dir)
     assert len(data.src) == 40 and len(data.tgt) == 50 and len(data.gold) == 15
     enc = HashEncoder(dim=64)
-    result, score, is_gold = evaluate_bucc(data, lambda t, lang: normalize_rows(enc.encode(t)))
-    assert result.precision == 1.0  # the 14 identical sentences score highest
-    assert result.recall == pytest.approx(14 / 15)  # the one unmatchable gold pair is missed
-    assert is_gold.sum() == 14 and len(score) == result.candidates
+    task = TASKS.get("bucc")(["de-en"], data_dir=bucc_dir)
+    scores = task.evaluate(enc.encode)
+    assert scores.get("meaning", "de-en", "precision") == 1.0  # identical sentences score top
+    assert scores.get("meaning", "de-en", "recall") == pytest.approx(14 / 15)  # one unmatchable
+    assert scores.main_score("meaning") == pytest.approx(2 * (14 / 15) / (1 + 14 / 15))
+    assert scores.data_sizes == {"de-en": 40}
+    subset = task.load_subsets()[0]
+    score, is_gold = task.mine(subset, enc.encode(subset.texts_a), enc.encode(subset.texts_b))
+    assert is_gold.sum() == 14 and np.all(np.diff(score) <= 0)
     pytest.importorskip("matplotlib")
-    png = plot_score_histogram({"tiny": (score, is_gold, result.threshold)}, tmp_path / "h.png")
+    png = plot_score_histogram({"tiny": (score, is_gold, 0.5)}, tmp_path / "h.png")
     assert png.stat().st_size > 1000
+
+
+def test_bucc_task_scores_the_meaning_and_language_parts(bucc_dir):
+    enc = HashEncoder(dim=32)
+    X = enc.encode([f"x{i}" for i in range(20)])
+    model = make_method("mean-centering").fit(X[:10], X[10:], "de", "en")
+    task = BuccTask.from_options(EvalOptions(max_items=5), data_dir=bucc_dir)
+    task.pairs = ["de-en"]
+    scores = task.evaluate(enc.encode, model.views)
+    assert set(scores.views()) == {"meaning", "language"}
+    assert scores.config["max_items"] is None  # pools are never subsampled
+
+
+def test_bucc_task_rejects_unknown_pairs_and_settings():
+    from disembed.exceptions import ConfigError
+
+    with pytest.raises(ConfigError, match="unknown BUCC pair"):
+        BuccTask(["xx-en"])
+    with pytest.raises(ConfigError, match="margin"):
+        BuccTask(margin="nope")

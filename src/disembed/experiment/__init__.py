@@ -1,0 +1,27 @@
+"""The experiment layer: one :class:`RunSpec`, one :func:`run`, and the experiments built
+from lists of specs (the bench, the analyses, sweeps).
+
+Every verb of the command line calls this layer; it owns which tasks run with which
+options, which hyperparameters a method gets, how a model is fitted and how a run is
+recorded.
+"""
+
+from .bench import DEFAULT_METHODS, BenchConfig, all_methods, run_bench
+from .params import method_params, shared_overrides
+from .run import RunHooks, RunOutputs, run
+from .spec import (
+    DEFAULT_MAX_EVAL_ITEMS,
+    DEFAULT_PAIRS_PER_LANGUAGE,
+    DEFAULT_TRAIN_LANGUAGES,
+    RunSpec,
+    TrainingData,
+    Workspace,
+)
+from .steps import embed_pairs, evaluate, fit_method, load_pairs, open_encoder
+from .tasks import build_tasks, check_tasks, kept_out_sets
+
+__all__ = ["DEFAULT_MAX_EVAL_ITEMS", "DEFAULT_METHODS", "DEFAULT_PAIRS_PER_LANGUAGE",
+           "DEFAULT_TRAIN_LANGUAGES", "BenchConfig", "RunHooks", "RunOutputs", "RunSpec",
+           "TrainingData", "Workspace", "all_methods", "build_tasks", "check_tasks",
+           "embed_pairs", "evaluate", "fit_method", "kept_out_sets", "load_pairs",
+           "method_params", "open_encoder", "run", "run_bench", "shared_overrides"]

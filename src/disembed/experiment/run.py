@@ -1,0 +1,207 @@
+"""``run(spec) -> RunResult``: the one place a run is carried out.
+
+Every verb (``bench``, ``analyse``, ``train``, ``evaluate``) and the public API call it:
+it opens the encoder, loads or builds the training data (evaluation overlaps removed),
+checks the hyperparameters, fits the method (with the caller's hooks, e.g. an epoch
+callback) or loads a saved model, evaluates the tasks and records provenance. With a run
+folder it saves the model, ``result.json`` and ``items.npz``, and reuses a finished run
+whose fingerprint and encoder match instead of redoing it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from ..analysis.items import ITEMS_FILE, attach_items, save_items
+from ..encoders import Encoder
+from ..evaluation import Task, TaskScores
+from ..exceptions import ConfigError
+from ..methods import Disentangler, load_disentangler, make_method
+from ..provenance import environment
+from ..results import RunResult
+from .params import method_params
+from .spec import RunSpec, Workspace
+from .steps import evaluate, fit_method, load_pairs, open_encoder
+from .tasks import check_tasks
+
+logger = logging.getLogger(__name__)
+
+RESULT_FILE = "result.json"
+
+
+@dataclass
+class RunHooks:
+    """What an experiment adds to a run without changing its scores.
+
+    Attributes:
+        epoch_callback: ``(model, encoder) -> callback(record)`` for trained recipes, called
+            after every epoch (e.g. the geometry recorder of ``analyse``); may return ``None``.
+        extra_tasks: task instances evaluated after the spec's tasks (e.g. code-switching).
+        measure: ``(model, encoder, scores) -> dict`` stored as the result's measurements.
+    """
+
+    epoch_callback: Callable[[Disentangler, Encoder], Callable[[dict], None] | None] | None = None
+    extra_tasks: Sequence[Task] = ()
+    measure: Callable[[Disentangler, Encoder, list[TaskScores]], dict] | None = None
+
+
+@dataclass(frozen=True)
+class RunOutputs:
+    """Where a run writes: ``result.json`` and ``items.npz`` in ``run_dir``, the model in
+    ``model_dir`` (default ``run_dir/model``), training checkpoints in ``checkpoint_dir``
+    (default ``run_dir/checkpoint``). All optional: a run without outputs writes nothing."""
+
+    run_dir: str | Path | None = None
+    model_dir: str | Path | None = None
+    checkpoint_dir: str | Path | None = None
+
+    def model_path(self) -> Path | None:
+        base = self.model_dir or (Path(self.run_dir) / "model" if self.run_dir else None)
+        return Path(base) if base else None
+
+    def checkpoint_path(self) -> Path | None:
+        base = self.checkpoint_dir or (Path(self.run_dir) / "checkpoint" if self.run_dir
+                                       else None)
+        return Path(base) if base else None
+
+
+def run(spec: RunSpec, workspace: Workspace = Workspace(), *,
+        outputs: RunOutputs = RunOutputs(), encoder: Encoder | None = None,
+        hooks: RunHooks | None = None) -> RunResult:
+    """Carry out ``spec``; see the module docstring. ``encoder``: an already opened encoder
+    for ``spec.encoder`` (a bench opens each encoder once for all its runs).
+
+    The fitted or loaded model is on the returned result as ``result.model``.
+    """
+    hooks = hooks or RunHooks()
+    tasks = check_tasks(spec.tasks)
+    saved = load_disentangler(spec.model_dir) if spec.model_dir else None
+    spec = _with_saved_model(spec, saved)
+    encoder = encoder or open_encoder(spec, workspace)
+    _check_encoder(spec, saved, encoder)
+    fingerprint = spec.fingerprint()
+    if outputs.run_dir is not None and not workspace.force:
+        previous = _finished(Path(outputs.run_dir), fingerprint, encoder)
+        if previous is not None:
+            return previous
+    stats_before = _encode_seconds(encoder)
+    t0 = time.perf_counter()
+    if saved is None:
+        model, training = _fit(spec, tasks, encoder, workspace, outputs, hooks)
+    else:
+        model, training = saved, dict(saved.metadata_.get("training") or {})
+    t_fit = time.perf_counter()
+    scores = evaluate(model, encoder, [*tasks, *hooks.extra_tasks], options=spec.evaluation,
+                      data_dir=workspace.data_dir, batch_size=workspace.batch_size)
+    t_eval = time.perf_counter()
+    result = RunResult(
+        label=spec.display_label, method=model.method, params=model.get_params(),
+        encoder=encoder.identity.to_dict(), seed=spec.seed, spec=spec.to_dict(),
+        scores=scores, training=training,
+        timings={"fit_seconds": t_fit - t0, "train_seconds": getattr(model, "fit_seconds_", 0.0),
+                 "evaluate_seconds": t_eval - t_fit,
+                 "encode_seconds": _encode_seconds(encoder) - stats_before},
+        environment=environment(),
+        measurements=hooks.measure(model, encoder, scores) if hooks.measure else {},
+        fingerprint=fingerprint)
+    result.model = model
+    _save(result, model, spec, encoder, outputs, saved is None)
+    logger.info("%s: done in %.0fs", result.label, t_eval - t0)
+    return result
+
+
+def _with_saved_model(spec: RunSpec, saved: Disentangler | None) -> RunSpec:
+    """A run of a saved model takes the model's method, a label naming the folder, and the
+    model's encoder unless the spec names one."""
+    if saved is None:
+        return spec
+    spec = spec.with_(method=saved.method,
+                      label=spec.label or f"{saved.method} ({spec.model_dir})")
+    if spec.encoder is not None:
+        return spec
+    name = saved.metadata_.get("encoder_spec")
+    if not name:
+        raise ConfigError(f"the model in {spec.model_dir} does not record which encoder it was "
+                          "trained on; name it (--encoder SPEC)")
+    return spec.with_(encoder=name)
+
+
+def _check_encoder(spec: RunSpec, saved: Disentangler | None, encoder: Encoder) -> None:
+    trained_on = (saved.metadata_.get("encoder") if saved is not None else None)
+    if trained_on and trained_on != encoder.identity.to_dict():
+        raise ConfigError(
+            f"the model in {spec.model_dir} was trained on encoder "
+            f"{saved.metadata_.get('encoder_spec') or trained_on} but this run uses "
+            f"{spec.encoder} ({encoder.identity.to_dict()}); evaluate it with the encoder it "
+            "was trained on (leave --encoder out to use it)")
+    if saved is not None and encoder.dim != saved.dim_:
+        raise ConfigError(f"the model in {spec.model_dir} expects {saved.dim_}-d embeddings but "
+                          f"encoder {spec.encoder} gives {encoder.dim}-d")
+
+
+def _finished(run_dir: Path, fingerprint: str, encoder: Encoder) -> RunResult | None:
+    path = run_dir / RESULT_FILE
+    if not path.is_file():
+        return None
+    previous = RunResult.from_json(path)
+    if previous.fingerprint != fingerprint or previous.encoder != encoder.identity.to_dict():
+        return None
+    if (run_dir / ITEMS_FILE).is_file():
+        attach_items(previous.scores, run_dir / ITEMS_FILE)
+    logger.info("%s: reusing finished run %s", previous.label, path)
+    return previous
+
+
+def _fit(spec: RunSpec, tasks: Sequence[str], encoder: Encoder, workspace: Workspace,
+         outputs: RunOutputs, hooks: RunHooks) -> tuple[Disentangler, dict]:
+    params = method_params(spec.method, spec.params, seed=spec.seed)
+    model = make_method(spec.method, **params)
+    if spec.data is None:
+        if model.needs_data:
+            raise ConfigError(f"{spec.method} must be trained: give the run training data "
+                              "(languages and pairs per language, or a pairs file)")
+        empty = np.empty((0, encoder.dim), dtype=np.float32)
+        model.fit(empty, empty, [], [])
+        return model, {}
+    pairs, report = load_pairs(spec.data, tasks, workspace)
+    callback = hooks.epoch_callback(model, encoder) if hooks.epoch_callback else None
+    fit_method(model, encoder, pairs, batch_size=workspace.batch_size,
+               checkpoint_dir=outputs.checkpoint_path(), on_epoch_end=callback)
+    history = getattr(model, "history_", None)
+    return model, {"data": report, "history": _history_dict(history),
+                   "diagnostics": getattr(model, "diagnostics_", None)}
+
+
+def _history_dict(history: Any) -> dict | None:
+    if history is None:
+        return None
+    to_dict = getattr(history, "to_dict", None)
+    return to_dict() if callable(to_dict) else dataclasses.asdict(history)
+
+
+def _encode_seconds(encoder: Encoder) -> float:
+    stats = getattr(encoder, "stats", None) or getattr(getattr(encoder, "encoder", None),
+                                                       "stats", None)
+    return stats.encode_seconds + stats.lookup_seconds if stats else 0.0
+
+
+def _save(result: RunResult, model: Disentangler, spec: RunSpec, encoder: Encoder,
+          outputs: RunOutputs, fitted_here: bool) -> None:
+    model_path = outputs.model_path()
+    if fitted_here and model_path is not None:
+        model.save(model_path, metadata={"encoder": encoder.identity.to_dict(),
+                                         "encoder_spec": spec.encoder,
+                                         "training": result.training.get("data")})
+    if outputs.run_dir is not None:
+        save_items(result.scores, Path(outputs.run_dir) / ITEMS_FILE)
+        result.to_json(Path(outputs.run_dir) / RESULT_FILE)
+
+
+__all__ = ["RESULT_FILE", "RunHooks", "RunOutputs", "run"]

@@ -1,0 +1,108 @@
+"""The steps every run is made of, also public on their own: open an encoder, load training
+pairs, embed them, fit a method, evaluate a model.
+
+>>> from disembed import build_training_set, cached, evaluate, fit_method, load_encoder
+>>> enc = cached(load_encoder("e5-small"))                          # doctest: +SKIP
+>>> train = build_training_set(["de", "zh"], 2000)                 # doctest: +SKIP
+>>> model = fit_method("seed", enc, train.pairs)                   # doctest: +SKIP
+>>> scores = evaluate(model, enc, ["sts17", "wmt20-qe"])            # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+
+from ..data.parallel import ParallelPairs, read_parallel_tsv
+from ..data.training_set import build_training_set
+from ..encoders import Encoder, load_encoder
+from ..encoders.base import supported_languages
+from ..encoders.cached import cached
+from ..encoders.truncated import TruncatedEncoder
+from ..evaluation import DEFAULT_TASKS, EvalOptions, Task, TaskScores
+from ..methods import Disentangler, make_method
+from .spec import RunSpec, TrainingData, Workspace
+from .tasks import build_tasks, kept_out_sets
+
+logger = logging.getLogger(__name__)
+
+
+def open_encoder(spec: RunSpec, workspace: Workspace = Workspace()) -> Encoder:
+    """The run's encoder behind the embedding cache, cut to ``spec.truncate`` dimensions
+    when asked."""
+    encoder = cached(load_encoder(spec.encoder, **spec.encoder_options), workspace.cache_dir,
+                     workspace.cache_dtype)
+    return TruncatedEncoder(encoder, spec.truncate) if spec.truncate else encoder
+
+
+def load_pairs(data: TrainingData, tasks: Sequence[str], workspace: Workspace = Workspace()
+               ) -> tuple[ParallelPairs, dict]:
+    """The training pairs of ``data`` and a report of where they came from."""
+    if data.pairs_file is not None:
+        pairs = read_parallel_tsv(data.pairs_file, data.src_col, data.tgt_col, data.src_lang,
+                                  data.tgt_lang, skip_bad=data.skip_bad)
+        return pairs, {"source": data.pairs_file, "total_pairs": len(pairs),
+                       "counts": pairs.counts(),
+                       "skipped": sum(r.skipped for r in pairs.reports)}
+    keep_out = data.keep_out if data.keep_out is not None else kept_out_sets(tasks)
+    built = build_training_set(data.languages, data.pairs_per_language, eval_sets=keep_out,
+                               data_dir=workspace.data_dir, seed=data.seed)
+    logger.info(built.summary())
+    return built.pairs, built.report()
+
+
+def embed_pairs(encoder: Encoder, pairs: ParallelPairs, *, batch_size: int = 64
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """``(src (n, d), tgt (n, d))`` float32 embeddings of both sides of ``pairs``."""
+    both = encoder.encode(pairs.src + pairs.tgt, batch_size=batch_size)
+    return both[: len(pairs)], both[len(pairs) :]
+
+
+def fit_method(method: str | Disentangler, encoder: Encoder, pairs: ParallelPairs, *,
+               params: Mapping[str, Any] | None = None, batch_size: int = 64,
+               checkpoint_dir: str | Path | None = None,
+               on_epoch_end: Callable[[dict], None] | None = None) -> Disentangler:
+    """Embed ``pairs`` with ``encoder`` and fit ``method`` (a name or an unfitted instance).
+
+    ``checkpoint_dir`` and ``on_epoch_end`` reach trained recipes (closed-form ones have
+    no epochs); ``model.fit_seconds_`` records the time spent in ``fit``.
+    """
+    model = make_method(method, **dict(params or {})) if isinstance(method, str) else method
+    src, tgt = embed_pairs(encoder, pairs, batch_size=batch_size)
+    options = {"checkpoint_dir": checkpoint_dir, "on_epoch_end": on_epoch_end}
+    kwargs = {k: v for k, v in options.items() if v is not None and model.fit_accepts(k)}
+    t0 = time.perf_counter()
+    model.fit(src, tgt, pairs.src_lang, pairs.tgt_lang, **kwargs)
+    model.fit_seconds_ = time.perf_counter() - t0
+    return model
+
+
+def evaluate(model: Disentangler, encoder: Encoder,
+             tasks: Sequence[str | Task] = DEFAULT_TASKS, *, options: EvalOptions | None = None,
+             data_dir: str | Path | None = None, batch_size: int = 64) -> list[TaskScores]:
+    """Each task on the meaning and language parts of ``model``; one ``TaskScores`` each.
+
+    ``tasks``: registry names (built from ``options``, every item by default) or task
+    instances.
+    """
+    options = options or EvalOptions()
+    names = [t for t in tasks if isinstance(t, str)]
+    built = iter(build_tasks(names, options, data_dir=None if data_dir is None else str(
+        data_dir), supported=supported_languages(encoder)))
+    results = []
+    for task in tasks:
+        task = next(built) if isinstance(task, str) else task
+        t0 = time.perf_counter()
+        scores = task.evaluate(lambda texts: encoder.encode(texts, batch_size=batch_size),
+                               model.views)
+        logger.info("%s: %s done in %.1fs", type(model).__name__, scores.task,
+                    time.perf_counter() - t0)
+        results.append(scores)
+    return results
+
+
+__all__ = ["embed_pairs", "evaluate", "fit_method", "load_pairs", "open_encoder"]

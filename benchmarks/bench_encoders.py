@@ -44,7 +44,8 @@ def main() -> None:
         encoder.encode(texts, batch_size=args.batch_size)
         seconds = time.perf_counter() - t0
         rows.append({"encoder": spec, "backend": encoder.identity.backend, "n": len(texts),
-                     "seconds": round(seconds, 2), "sentences_per_second": round(len(texts) / seconds, 1),
+                     "seconds": round(seconds, 2),
+                     "sentences_per_second": round(len(texts) / seconds, 1),
                      "loadavg": os.getloadavg()[0]})
     print("| encoder | backend | sentences | seconds | sentences/s |")
     print("|---|---|---:|---:|---:|")

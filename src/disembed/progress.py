@@ -10,6 +10,8 @@ import logging
 import os
 from typing import Any
 
+from tqdm.auto import tqdm
+
 logger = logging.getLogger("disembed")
 
 
@@ -21,8 +23,6 @@ def progress_enabled() -> bool:
 
 def progress_bar(total: int, desc: str, unit: str = "it", **kwargs: Any):
     """A tqdm bar (rate and ETA shown) or a silent stand-in with the same interface."""
-    from tqdm.auto import tqdm
-
     return tqdm(
         total=total,
         desc=desc,

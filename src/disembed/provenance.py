@@ -8,6 +8,10 @@ import platform
 import subprocess
 from pathlib import Path
 
+import torch
+
+from .version import __version__
+
 
 def git_commit(path: str | os.PathLike | None = None) -> str | None:
     """The commit of the checkout holding this package (``+dirty`` if modified), or None."""
@@ -24,14 +28,7 @@ def git_commit(path: str | os.PathLike | None = None) -> str | None:
 
 def environment() -> dict:
     """Package version, git commit, Python/torch versions, CPU count and a UTC timestamp."""
-    from .version import __version__
-
-    try:
-        import torch
-
-        torch_version, threads = torch.__version__, torch.get_num_threads()
-    except ImportError:  # pragma: no cover - torch is a core dependency
-        torch_version, threads = None, None
+    torch_version, threads = torch.__version__, torch.get_num_threads()
     return {
         "disembed_version": __version__,
         "git_commit": git_commit(),

@@ -1,4 +1,5 @@
-"""Results with provenance: one run (:class:`RunResult`) and a set of runs (:class:`ExperimentResult`).
+"""Results with provenance: one run (:class:`RunResult`), a set of runs
+(:class:`ExperimentResult`).
 
 Every table, plot and report is rendered from these two objects, and they have one JSON
 form: :meth:`to_json` writes strict JSON (non-finite numbers as ``null``, see

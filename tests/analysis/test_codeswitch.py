@@ -25,10 +25,10 @@ def test_only_dictionary_words_replaced():
     english = {w for ws in DICT.values() for w in ws}
     for seed in range(5):
         out = code_switch(SENTENCES, DICT, rate=0.5, seed=seed)
-        for i, text in zip(out.kept, out.texts):
+        for i, text in zip(out.kept, out.texts, strict=True):
             before, after = re.findall(r"\w+", SENTENCES[i]), re.findall(r"\w+", text)
             assert len(before) == len(after)
-            changed = [(b, a) for b, a in zip(before, after) if b != a]
+            changed = [(b, a) for b, a in zip(before, after, strict=True) if b != a]
             assert len(changed) == out.substitutions[out.kept.index(i)]
             assert all(b.lower() in DICT and a in english for b, a in changed)
 

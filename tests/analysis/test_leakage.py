@@ -58,7 +58,7 @@ def test_lid_sample_english_is_not_a_translation_of_probe_sentences(tiny_data_di
     texts, labels = lid_sample(["de", "zh"], 2, data_dir=tiny_data_dir)
     assert labels.count("de") == 2 and labels.count("zh") == 2 and 1 <= labels.count("en") <= 2
     pairs = tatoeba_pairs(["de", "zh"], 100, data_dir=tiny_data_dir)
-    translation = dict(zip(pairs.src, pairs.tgt))
-    probed = [t for t, lang in zip(texts, labels) if lang != "en"]
-    english = [t for t, lang in zip(texts, labels) if lang == "en"]
+    translation = dict(zip(pairs.src, pairs.tgt, strict=True))
+    probed = [t for t, lang in zip(texts, labels, strict=True) if lang != "en"]
+    english = [t for t, lang in zip(texts, labels, strict=True) if lang == "en"]
     assert not {translation[t] for t in probed} & set(english) - set(probed)

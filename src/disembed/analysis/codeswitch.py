@@ -24,6 +24,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from ..data.paths import resolve_data_dir
+from ..data.tatoeba import load_tatoeba
 from ..evaluation.base import PairedSubset
 from ..evaluation.tatoeba import TatoebaTask
 from ..exceptions import ConfigError
@@ -176,12 +177,10 @@ class CodeSwitchTask(TatoebaTask):
 def example_switches(lang: str, n: int = 3, *, rate: float = 0.3, seed: int = 0,
                      data_dir=None) -> list[tuple[str, str]]:
     """A few (original, switched) Tatoeba sentences, for the report."""
-    from ..data.tatoeba import load_tatoeba
-
     source = load_tatoeba(lang, data_dir).source[: 50]
     cs = code_switch(source, load_dictionary(lang, data_dir), rate=rate, seed=seed,
                      unspaced=lang in UNSPACED)
-    return [(source[i], t) for i, t in zip(cs.kept, cs.texts)][:n]
+    return [(source[i], t) for i, t in zip(cs.kept, cs.texts, strict=True)][:n]
 
 
 __all__ = ["CodeSwitchTask", "CodeSwitched", "code_switch", "example_switches",

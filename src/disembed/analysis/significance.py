@@ -97,7 +97,7 @@ def score(items: np.ndarray, statistic: Statistic = "mean", strata=None) -> floa
 def _delta_of(a, b, groups, idx_per_group, statistic) -> np.ndarray:
     """delta per resample, idx_per_group[j]: (R, n_j) item indices into group j -> (R,)."""
     total = 0.0
-    for g, idx in zip(groups, idx_per_group):
+    for g, idx in zip(groups, idx_per_group, strict=True):
         rows = g[idx]  # (R, n_j)
         total = total + batched_statistic(a[rows], statistic) - batched_statistic(
             b[rows], statistic)

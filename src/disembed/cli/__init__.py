@@ -4,18 +4,18 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from typing import Sequence
 
 from ..exceptions import DisembedError
+from ..version import __version__
 from . import analyse, bench, encode, evaluate, mine, score, search, train
 
 VERBS = (encode, train, evaluate, bench, analyse, mine, score, search)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from ..version import __version__
-
     parser = argparse.ArgumentParser(
         prog="disembed",
         description="Split multilingual sentence embeddings into meaning and language parts.")
@@ -38,8 +38,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     _configure_logging(args.verbose, args.quiet)
     if args.no_progress:
-        import os
-
         os.environ["DISEMBED_PROGRESS"] = "0"
     try:
         return int(args.handler(args) or 0)

@@ -11,7 +11,6 @@ output (its per-item ``items.npz`` files) and writes ``<out>/significance.md``.
 from __future__ import annotations
 
 import argparse
-
 from pathlib import Path
 
 from ..analysis.items import compare_bench
@@ -76,18 +75,11 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _bench_significance(args: argparse.Namespace) -> int:
-    import json
-    from pathlib import Path
-
-    from ..analysis.items import compare_bench
-    from ..reports.analysis_report import render_comparisons
-    from ..util.files import atomic_write_bytes
-
     comparisons = compare_bench(args.bench, n_resamples=args.n_resamples, seed=args.seed)
     out = Path(args.out)
     text = "\n".join([f"# Significance of {args.bench}", "", *render_comparisons(comparisons)])
-    atomic_write_bytes(out / "significance.md", [text.encode()])
-    atomic_write_bytes(out / "significance.json", [json.dumps(
-        [c.to_dict() for c in comparisons], indent=2, default=str).encode()])
+    atomic_write_text(out / "significance.md", text)
+    atomic_write_text(out / "significance.json",
+                      dumps_json([c.to_dict() for c in comparisons]))
     print(text)  # noqa: T201
     return 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ..methods import load_disentangler
 from ..mining import BACKENDS, MARGINS, MODES, MineConfig, mine_files
 from .common import add_common, add_encoder, encoder_from_args
 
@@ -30,8 +31,6 @@ def add_input_options(p: argparse.ArgumentParser) -> None:
 def load_model(args: argparse.Namespace):
     if not args.model:
         return None
-    from ..methods import load_disentangler
-
     return load_disentangler(args.model)
 
 

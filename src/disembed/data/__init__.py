@@ -1,1 +1,2 @@
-"""Benchmark data: line-aligned text and TSV readers, one loader per evaluation set, the training pool."""
+"""Benchmark data: line-aligned text and TSV readers, one loader per evaluation set, and the
+training pool."""

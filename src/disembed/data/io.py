@@ -101,7 +101,8 @@ def read_tsv(
         rows.append({c: cells[i] for c, i in index.items()})
     report.kept = len(rows)
     if report.skipped:
-        logger.warning("%s: skipped %d bad row(s), e.g. %s", path, report.skipped, report.reasons[0])
+        logger.warning("%s: skipped %d bad row(s), e.g. %s", path, report.skipped,
+                       report.reasons[0])
     return rows, report
 
 
@@ -117,7 +118,7 @@ def read_aligned(
         )
     report = ReadReport(f"{source} + {target}")
     keep_src, keep_tgt = [], []
-    for lineno, (s, t) in enumerate(zip(src, tgt), start=1):
+    for lineno, (s, t) in enumerate(zip(src, tgt, strict=True), start=1):
         if not s.strip() or not t.strip():
             which = source if not s.strip() else target
             problem = f"{which}:{lineno}: empty sentence"

@@ -62,7 +62,7 @@ class ParallelPairs:
     def counts(self) -> dict[str, int]:
         """Pairs per language pair, e.g. ``{"de-en": 1000}``."""
         out: dict[str, int] = {}
-        for a, b in zip(self.src_lang, self.tgt_lang):
+        for a, b in zip(self.src_lang, self.tgt_lang, strict=True):
             out[f"{a}-{b}"] = out.get(f"{a}-{b}", 0) + 1
         return out
 

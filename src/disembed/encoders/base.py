@@ -46,7 +46,7 @@ class EncoderIdentity:
 
 @runtime_checkable
 class Encoder(Protocol):
-    """``encode(texts, *, batch_size) -> (n, dim) float32``, plus ``name``, ``dim`` and ``identity``."""
+    """``encode(texts, *, batch_size) -> (n, dim) float32``; ``name``, ``dim``, ``identity``."""
 
     name: str
     dim: int

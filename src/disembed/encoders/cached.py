@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Sequence
 
 import numpy as np
+from numpy.lib.format import open_memmap
 
 from ..progress import progress_bar
 from .base import Encoder, check_texts
@@ -93,8 +94,6 @@ class CachedEncoder:
     def encode_to_file(self, texts: Sequence[str], path: str | os.PathLike,
                        *, batch_size: int = 64, block: int = 65536) -> np.memmap:
         """Write embeddings of ``texts`` into a ``.npy`` file block by block (bounded memory)."""
-        from numpy.lib.format import open_memmap
-
         out = open_memmap(Path(path), mode="w+", dtype=np.float32, shape=(len(texts), self.dim))
         for start in range(0, len(texts), block):
             out[start : start + block] = self.encode(texts[start : start + block],

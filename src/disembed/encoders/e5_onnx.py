@@ -13,6 +13,7 @@ hidden states ``(b, L, 384)``.
 from __future__ import annotations
 
 import numpy as np
+import torch
 
 from ..exceptions import require
 from .e5_format import E5File
@@ -113,8 +114,6 @@ class OrtLayers:
         self.embed = torch_model
 
     def mean_pool(self, ids, mask):
-        import torch
-
         x = self.embed.embeddings(ids)  # (b, L, H) float32
         bias = torch.zeros(ids.shape, dtype=torch.float32)
         if mask is not None:

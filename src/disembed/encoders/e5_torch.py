@@ -21,6 +21,7 @@ import os
 from typing import Literal, Sequence
 
 import numpy as np
+import torch
 
 from ..data.languages import XLMR_LANGUAGES
 from ..exceptions import ConfigError, require
@@ -28,6 +29,7 @@ from ..util.files import sha256_file
 from .base import EncoderIdentity, check_texts
 from .e5_format import E5File, read_e5_file
 from .e5_model import E5Model
+from .e5_onnx import OrtLayers
 from .e5_tokenizer import E5Tokenizer
 
 DTYPES = ("float32", "bfloat16")
@@ -93,7 +95,6 @@ class E5TorchEncoder:
     def __init__(self, side: Literal["passage", "query"] = "passage", dtype: str = "float32",
                  num_threads: int | None = None, max_tokens: int = 16384,
                  model_path: str | None = None, engine: str = "torch"):
-        torch = require("torch", "core", "The e5-small torch encoder")
         if side not in ("passage", "query"):
             raise ConfigError(f"side must be 'passage' or 'query', got {side!r}")
         if dtype not in DTYPES:
@@ -111,8 +112,6 @@ class E5TorchEncoder:
         self.tokenizer = E5Tokenizer(packed)
         self.model = E5Model.from_packed(packed).to(getattr(torch, dtype)).eval()
         if engine == "onnx":
-            from .e5_onnx import OrtLayers
-
             self.model = OrtLayers(self.model, packed, accuracy_level=4, num_threads=num_threads)
         self.max_len = packed.config.max_positions
         self.dim = packed.config.hidden
@@ -137,8 +136,6 @@ class E5TorchEncoder:
 
     def _pool_windows(self, seqs: list[list[int]], batch_size: int) -> np.ndarray:
         """Mean of the final hidden states over each id sequence: ``(len(seqs), 384)``."""
-        import torch
-
         out = np.empty((len(seqs), self.dim), dtype=np.float32)
         lengths = [len(s) for s in seqs]
         with torch.inference_mode():

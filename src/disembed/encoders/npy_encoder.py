@@ -29,7 +29,8 @@ class NpyEncoder:
                 )
         matrix = np.load(matrix_path, mmap_mode="r")
         if matrix.ndim != 2:
-            raise DataError(f"{matrix_path}: expected a 2-D (n, d) matrix, got shape {matrix.shape}")
+            raise DataError(f"{matrix_path}: expected a 2-D (n, d) matrix, got shape "
+                            f"{matrix.shape}")
         with open(texts_path, encoding="utf-8") as f:
             texts = f.read().split("\n")
         if texts and texts[-1] == "":

@@ -14,7 +14,8 @@ from .base import EncoderIdentity, check_texts
 
 #: The 16 languages USE-multilingual v3 was trained on (ISO 639-1).
 USE_M3_LANGUAGES = (
-    "ar", "de", "en", "es", "fr", "it", "ja", "ko", "nl", "pl", "pt", "ru", "th", "tr", "zh", "zh-tw",
+    "ar", "de", "en", "es", "fr", "it", "ja", "ko", "nl", "pl", "pt", "ru", "th", "tr", "zh",
+    "zh-tw",
 )
 
 

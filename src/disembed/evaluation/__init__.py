@@ -25,5 +25,6 @@ TASKS.add("bucc", BuccTask)
 #: The tasks of the main job (``disembed bench``) and of ``evaluate`` by default.
 DEFAULT_TASKS = ("tatoeba", "sts17", "wmt20-qe")
 
-__all__ = ["DEFAULT_TASKS", "TASKS", "BuccTask", "Embed", "EvalOptions", "PairedSubset", "STS17Task", "ScoreRow", "Task", "TaskMetadata",
+__all__ = ["DEFAULT_TASKS", "TASKS", "BuccTask", "Embed", "EvalOptions", "PairedSubset",
+           "STS17Task", "ScoreRow", "Task", "TaskMetadata",
            "TaskScores", "TatoebaTask", "Views", "WMT20QETask", "raw_views"]

@@ -22,11 +22,12 @@ import time
 import zlib
 from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass
-from typing import Any, Callable, ClassVar, Collection, Sequence
+from typing import Any, Callable, ClassVar, Collection
 
 import numpy as np
 
 from ..exceptions import ConfigError, ShapeError
+from ..version import __version__
 from .results import AVERAGE_PREFIX, PerItem, ScoreRow, TaskScores, average_rows
 
 logger = logging.getLogger(__name__)
@@ -205,8 +206,6 @@ class Task(ABC):
             logger.debug("%s %s: scored %d items", self.metadata.name, subset.name, len(subset))
         groups = self.average_groups(list(sizes))
         averages = average_rows(rows, groups, list(self.metadata.metrics))
-        from ..version import __version__
-
         scores = TaskScores(
             task=self.metadata.name, main_metric=self.metadata.main_metric,
             main_subset=self.main_subset(averages), rows=rows, averages=averages,

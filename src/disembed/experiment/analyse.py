@@ -1,7 +1,8 @@
 """The analyses as an experiment: run specs with measuring hooks, then write the report.
 
 >>> from disembed import AnalysisConfig, run_analyses
->>> result = run_analyses(AnalysisConfig(encoder="use-m3", pairs_per_language=500))  # doctest: +SKIP
+>>> config = AnalysisConfig(encoder="use-m3", pairs_per_language=500)
+>>> result = run_analyses(config)  # doctest: +SKIP
 
 Every model (trained on the fly or loaded) is one :func:`~disembed.experiment.run` with
 hooks: an epoch callback records the geometry during training, code-switched Tatoeba is

@@ -115,7 +115,8 @@ class Disentangler(ABC):
         """Learned non-tensor state to save (JSON-safe)."""
         return {}
 
-    def _set_state(self, state: dict[str, np.ndarray], extra: dict[str, Any]) -> None:
+    def _set_state(self, state: dict[str, np.ndarray], extra: dict[str, Any]  # noqa: B027
+                   ) -> None:  # methods without learned state keep this no-op
         """Rebuild learned state; must check names and shapes strictly."""
 
     def save(self, directory: str | Path, metadata: dict[str, Any] | None = None) -> Path:
@@ -168,7 +169,8 @@ def load_disentangler(directory: str | Path) -> Disentangler:
     try:
         state = load_file(str(weights_path))
     except (SafetensorError, OSError) as exc:
-        raise CheckpointError(f"{weights_path} could not be read ({exc}); re-save the model") from None
+        raise CheckpointError(f"{weights_path} could not be read ({exc}); re-save the "
+                              "model") from None
     expected = {k: tuple(v) for k, v in config["state"].items()}
     got = {k: tuple(v.shape) for k, v in state.items()}
     if expected != got:

@@ -22,12 +22,17 @@ cache on a filesystem every node mounts (NFS, Lustre, a FUSE-mounted bucket), an
 
 from __future__ import annotations
 
+import io
 import logging
 from pathlib import Path
 
 import numpy as np
 
+from ..encoders import load_encoder
+from ..encoders.cached import cached
 from ..exceptions import require
+from ..methods import load_disentangler
+from ..retrieval.knn import knn_both, normalize_rows
 from ..retrieval.margin import candidates, select
 from ..util.files import atomic_write_bytes
 from .collection import Collection, _parse
@@ -44,12 +49,6 @@ def encode_shard(path: str, fmt: str, offsets: np.ndarray, encoder_spec: str,
                  cache_dir: str | None, out: str, model_dir: str | None = None,
                  language: str | None = None, batch_size: int = 64) -> str:
     """Encode the lines at ``offsets`` of ``path`` into ``out`` (``(rows, d) float32`` .npy)."""
-    import io
-
-    from ..encoders import load_encoder
-    from ..pipeline import cached
-    from ..retrieval.knn import normalize_rows
-
     if Path(out).exists():
         return out
     with open(path, "rb") as f:
@@ -59,8 +58,6 @@ def encode_shard(path: str, fmt: str, offsets: np.ndarray, encoder_spec: str,
             texts.append(_parse(f.readline().rstrip(b"\n"), fmt, path)[1])
     X = cached(load_encoder(encoder_spec), cache_dir).encode(texts, batch_size=batch_size)
     if model_dir:
-        from ..methods import load_disentangler
-
         X = load_disentangler(model_dir).meaning(X, language)
     buf = io.BytesIO()
     np.save(buf, normalize_rows(X))
@@ -70,8 +67,6 @@ def encode_shard(path: str, fmt: str, offsets: np.ndarray, encoder_spec: str,
 
 def knn_pair(x_path: str, y_path: str, k: int) -> tuple[np.ndarray, ...]:
     """k-NN lists of one shard pair (local row indices)."""
-    from ..retrieval.knn import knn_both
-
     x, y = np.load(x_path, mmap_mode="r"), np.load(y_path, mmap_mode="r")
     return knn_both(x, y, min(k, len(x), len(y)))
 

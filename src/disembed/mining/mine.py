@@ -12,6 +12,7 @@ one search block, the k-NN lists ``(n + m, k)`` and the candidate arrays.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import time
 from dataclasses import dataclass, field
@@ -23,7 +24,7 @@ import numpy as np
 from ..encoders import Encoder
 from ..exceptions import ConfigError
 from ..retrieval.margin import MARGINS, MODES, Margin, Mode, candidates, check_choice, select
-from ..retrieval.search import check_backend, search_both
+from ..retrieval.search import check_backend, search, search_both
 from ..util.files import atomic_write_bytes
 from .collection import Collection, Format
 from .embed import embed_collection
@@ -128,8 +129,6 @@ def mine_files(src: str | Path, tgt: str | Path, encoder: Encoder, out: str | Pa
 
 def _model_key(model) -> str:
     """A stable digest of a fitted model's class, parameters and learned state."""
-    import hashlib
-
     h = hashlib.blake2b(digest_size=8)
     h.update(f"{type(model).__name__}:{sorted(model.get_params().items())!r}".encode())
     for name, value in sorted(model._state().items()):
@@ -179,8 +178,6 @@ def search_files(queries: str | Path, database: str | Path, encoder: Encoder, ou
                                      transform=transform, view=view, chunk=chunk,
                                      batch_size=batch_size))
         cols.append(col)
-    from ..retrieval.search import search
-
     D, I = search(mats[0], mats[1], min(k, len(cols[1])), backend)  # noqa: E741
     lines = ["query_id\trank\tscore\tmatch_id\tquery\tmatch\n"]
     for q0 in range(0, len(D), 4096):

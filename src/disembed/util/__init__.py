@@ -1,4 +1,4 @@
-"""Leaf utilities shared by every layer: atomic files, one JSON rule, slugs. Imports nothing above."""
+"""Leaf utilities shared by every layer: atomic files, one JSON rule, slugs (nothing above)."""
 
 from .files import atomic_write_bytes, atomic_write_text, sha256_file
 from .jsonsafe import dumps_json, json_safe

@@ -89,3 +89,34 @@ def test_paired_cosine_against_definition():
     np.testing.assert_allclose(paired_cosine(a, b), want)
     with pytest.raises(ShapeError):
         paired_cosine(a, b[:4])
+
+
+def test_pooled_retrieval_against_a_brute_force_loop():
+    from disembed.evaluation.metrics import pooled_retrieval_accuracy
+
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((30, 8))
+    b = a + 0.9 * rng.standard_normal((30, 8))
+    pool = np.concatenate([a, b])
+    pool /= np.linalg.norm(pool, axis=1, keepdims=True)
+    hits = 0
+    for i in range(60):
+        sims = [pool[i] @ pool[j] if j != i else -np.inf for j in range(60)]
+        hits += int(np.argmax(sims) == (i + 30) % 60)
+    assert pooled_retrieval_accuracy(a, b, block_size=7) == pytest.approx(hits / 60)
+
+
+def test_pooled_retrieval_punishes_language_clusters_that_bitext_retrieval_ignores():
+    from disembed.evaluation.metrics import pooled_retrieval_accuracy, retrieval_accuracy
+
+    rng = np.random.default_rng(0)
+    meaning = np.zeros((40, 16))
+    meaning[:, :12] = rng.standard_normal((40, 12))
+    meaning *= 2 / np.linalg.norm(meaning, axis=1, keepdims=True)  # equal norms: cosine = dot
+    offset = np.r_[np.zeros(12), np.full(4, 1.0)]  # a language direction as long as meaning
+    de, en = meaning + offset, meaning - offset
+    assert retrieval_accuracy(de, en).acc_mean > 0.9  # xx->en never sees another German one
+    assert pooled_retrieval_accuracy(de, en) < 0.05  # pooled: German finds German first
+    assert pooled_retrieval_accuracy(de - offset, en + offset) > 0.9  # centred: translations
+    constant = np.ones((5, 4))
+    assert pooled_retrieval_accuracy(constant, constant) == pytest.approx(1 / 9)  # chance

@@ -8,6 +8,12 @@ evaluation set it will be scored on is removed (after whitespace and case
 folding), duplicates are dropped, and a seeded sample of at most
 ``pairs_per_language`` pairs per language is kept. The returned report says how
 many pairs each step removed.
+
+Held-out pairs: with ``holdout_per_language = H`` the last ``H`` pairs of each
+language's seeded order are set aside as validation data (for choosing hyperparameters,
+never for training); the training pairs are then the first ``pairs_per_language`` of the
+rest. Training sets of different sizes with the same seed are nested (each is a prefix of
+the next), and all share the same held-out pairs.
 """
 
 from __future__ import annotations
@@ -113,6 +119,7 @@ class LanguageReport:
     removed_duplicates: int = 0
     available: int = 0
     used: int = 0
+    held_out: int = 0
 
 
 @dataclass
@@ -121,9 +128,11 @@ class TrainingSet:
     languages: list[LanguageReport]
     eval_sets: list[str]
     seed: int
+    heldout: ParallelPairs = field(default_factory=lambda: ParallelPairs([], [], [], []))
 
     def report(self) -> dict:
         return {"eval_sets": self.eval_sets, "seed": self.seed, "total_pairs": len(self.pairs),
+                "held_out_pairs": len(self.heldout),
                 "languages": [asdict(r) for r in self.languages]}
 
     def summary(self) -> str:
@@ -140,8 +149,11 @@ def build_training_set(
     data_dir: str | Path | None = None,
     seed: int = 0,
     sources: Sequence[str] | None = None,
+    holdout_per_language: int = 0,
 ) -> TrainingSet:
     """Pairs ``(x, en)`` for each language in ``languages``; see the module docstring."""
+    if holdout_per_language < 0:
+        raise ConfigError(f"holdout_per_language must be >= 0; got {holdout_per_language}")
     root = resolve_data_dir(data_dir)
     parallel = root / "parallel"
     if not parallel.is_dir():
@@ -152,39 +164,59 @@ def build_training_set(
         raise ConfigError(f"unknown training source(s) {unknown}; known: {list(SOURCES)}")
     wanted = [normalize_language(code) for code in languages]  # all codes checked up front
     blocked = {name: evaluation_texts(name, root) for name in eval_sets}
-    parts, reports = [], []
+    parts, held, reports = [], [], []
     for lang in wanted:
         if lang == "en":
             raise ConfigError("languages are paired with English; leave 'en' out of the list")
-        rep = LanguageReport(lang)
-        pool: list[tuple[str, str]] = []
-        for name in sources:
-            got = SOURCES[name](parallel, lang)
-            rep.per_source[name] = len(got)
-            pool += got
-        kept = []
-        for name, texts in blocked.items():
-            before = len(pool)
-            pool = [p for p in pool if _norm(p[0]) not in texts and _norm(p[1]) not in texts]
-            rep.removed_overlap[name] = before - len(pool)
-        seen: set[tuple[str, str]] = set()
-        for x, en in pool:
-            key = (_norm(x), _norm(en))
-            if key not in seen:
-                seen.add(key)
-                kept.append((x, en))
-        rep.removed_duplicates = len(pool) - len(kept)
-        rep.available = len(kept)
-        random.Random(f"{seed}-{lang}").shuffle(kept)
+        rep, kept = _language_pool(lang, parallel, sources, blocked, seed)
+        cut = len(kept) - holdout_per_language
+        if cut < 2:
+            raise ConfigError(f"{lang}-en has {len(kept)} usable pairs, too few to hold out "
+                              f"{holdout_per_language} and train on the rest; lower the "
+                              "held-out size or drop the language")
+        kept, aside = kept[:cut], kept[cut:]
         kept = kept[:pairs_per_language] if pairs_per_language else kept
-        rep.used = len(kept)
-        if not kept:
-            raise ConfigError(f"no training pairs found for {lang!r} in {parallel}; sources "
-                              f"tried: {sources}. Drop the language or add data.")
+        rep.used, rep.held_out = len(kept), len(aside)
         logger.info("training data %s-en: %d pairs used of %d available (overlap removed: %s)",
                     lang, rep.used, rep.available, rep.removed_overlap)
-        n = len(kept)
-        parts.append(ParallelPairs([x for x, _ in kept], [e for _, e in kept], [lang] * n,
-                                   ["en"] * n))
+        parts.append(_as_pairs(kept, lang))
+        held.append(_as_pairs(aside, lang))
         reports.append(rep)
-    return TrainingSet(ParallelPairs.concat(parts), reports, list(eval_sets), seed)
+    return TrainingSet(ParallelPairs.concat(parts), reports, list(eval_sets), seed,
+                       ParallelPairs.concat(held))
+
+
+def _language_pool(lang: str, parallel: Path, sources: Sequence[str],
+                   blocked: dict[str, set[str]], seed: int
+                   ) -> tuple[LanguageReport, list[tuple[str, str]]]:
+    """Every usable ``(x, en)`` pair of ``lang``: overlaps and duplicates removed, in the
+    seeded order every training set of this seed draws from."""
+    rep = LanguageReport(lang)
+    pool: list[tuple[str, str]] = []
+    for name in sources:
+        got = SOURCES[name](parallel, lang)
+        rep.per_source[name] = len(got)
+        pool += got
+    for name, texts in blocked.items():
+        before = len(pool)
+        pool = [p for p in pool if _norm(p[0]) not in texts and _norm(p[1]) not in texts]
+        rep.removed_overlap[name] = before - len(pool)
+    seen: set[tuple[str, str]] = set()
+    kept = []
+    for x, en in pool:
+        key = (_norm(x), _norm(en))
+        if key not in seen:
+            seen.add(key)
+            kept.append((x, en))
+    rep.removed_duplicates = len(pool) - len(kept)
+    rep.available = len(kept)
+    random.Random(f"{seed}-{lang}").shuffle(kept)
+    if not kept:
+        raise ConfigError(f"no training pairs found for {lang!r} in {parallel}; sources "
+                          f"tried: {list(sources)}. Drop the language or add data.")
+    return rep, kept
+
+
+def _as_pairs(rows: list[tuple[str, str]], lang: str) -> ParallelPairs:
+    n = len(rows)
+    return ParallelPairs([x for x, _ in rows], [e for _, e in rows], [lang] * n, ["en"] * n)

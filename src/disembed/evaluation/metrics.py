@@ -118,6 +118,37 @@ def retrieval_accuracy(a: np.ndarray, b: np.ndarray, *, block_size: int = 1024) 
     return RetrievalResult(float(a2b.mean()), float(b2a.mean()), a2b, b2a)
 
 
+def pooled_retrieval_accuracy(a: np.ndarray, b: np.ndarray, *, block_size: int = 1024
+                              ) -> float:
+    """Retrieval of each sentence's translation among *all* other sentences of both sides.
+
+    The ``2n`` rows of ``a`` and ``b`` are pooled; every row queries the pool (itself left
+    out) and gets credit when its nearest neighbour by cosine is its translation (ties
+    split evenly, as in :func:`retrieval_accuracy`). Unlike xx->en retrieval, a
+    same-language sentence can outrank the translation here, so embeddings that cluster
+    by language lose: the criterion a language-agnostic meaning part should win.
+
+    Args:
+        a: (n, d) embeddings, row i translates row i of ``b`` (rows may mix languages).
+        b: (n, d) embeddings.
+    """
+    a, b = _as_matrix(a, "a"), _as_matrix(b, "b")
+    if a.shape != b.shape or a.shape[0] < 1:
+        raise ShapeError(f"pooled retrieval needs two non-empty (n, d) matrices of equal shape; "
+                         f"got {a.shape} and {b.shape}")
+    pool = l2_normalize(np.concatenate([a, b]))  # (2n, d)
+    n = len(a)
+    gold = np.concatenate([np.arange(n, 2 * n), np.arange(n)])  # partner of each row
+    credit = np.empty(2 * n)
+    for start in range(0, 2 * n, block_size):
+        rows = np.arange(start, min(start + block_size, 2 * n))
+        sims = pool[rows] @ pool.T  # (block, 2n)
+        sims[np.arange(len(rows)), rows] = -np.inf  # a sentence does not retrieve itself
+        tied = sims >= sims.max(axis=1, keepdims=True) - TIE_TOLERANCE  # (block, 2n)
+        credit[rows] = tied[np.arange(len(rows)), gold[rows]] / tied.sum(axis=1)
+    return float(credit.mean())
+
+
 def is_constant(x: np.ndarray) -> bool:
     """True when the values' spread is below :data:`CONSTANT_TOLERANCE` of their scale."""
     x = np.asarray(x, dtype=np.float64)

@@ -36,12 +36,15 @@ class TrainingData:
     overlaps an evaluation set in ``keep_out`` removed (``None``: the sets of the run's
     tasks, or of the default tasks when the run has none), or your own TSV
     (``pairs_file`` with ``src_col``/``tgt_col``; languages default to the column names).
+    ``holdout_per_language`` pairs of each language are set aside for validation (never
+    trained on; see :func:`~disembed.data.training_set.build_training_set`).
     """
 
     languages: tuple[str, ...] = DEFAULT_TRAIN_LANGUAGES
     pairs_per_language: int | None = DEFAULT_PAIRS_PER_LANGUAGE
     seed: int = 0
     keep_out: tuple[str, ...] | None = None
+    holdout_per_language: int = 0
     pairs_file: str | None = None
     src_col: str | None = None
     tgt_col: str | None = None
@@ -58,6 +61,10 @@ class TrainingData:
                 raise ConfigError(f"src_col and tgt_col are both {self.src_col!r}: that trains "
                                   "on copies of one column; name two different columns")
             return
+        if isinstance(self.holdout_per_language, bool) or not isinstance(
+                self.holdout_per_language, int) or self.holdout_per_language < 0:
+            raise ConfigError(f"holdout_per_language must be an integer >= 0; got "
+                              f"{self.holdout_per_language!r}")
         n = self.pairs_per_language
         if n is not None and (isinstance(n, bool) or not isinstance(n, int)
                               or n < MIN_PAIRS_PER_LANGUAGE):

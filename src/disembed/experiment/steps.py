@@ -18,12 +18,13 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from ..data.parallel import ParallelPairs, read_parallel_tsv
-from ..data.training_set import build_training_set
+from ..data.training_set import TrainingSet, build_training_set
 from ..encoders import Encoder, load_encoder
 from ..encoders.base import supported_languages
 from ..encoders.cached import cached
 from ..encoders.truncated import TruncatedEncoder
 from ..evaluation import DEFAULT_TASKS, EvalOptions, Task, TaskScores
+from ..exceptions import ConfigError
 from ..methods import Disentangler, make_method
 from .spec import RunSpec, TrainingData, Workspace
 from .tasks import build_tasks, kept_out_sets
@@ -48,11 +49,22 @@ def load_pairs(data: TrainingData, tasks: Sequence[str], workspace: Workspace = 
         return pairs, {"source": data.pairs_file, "total_pairs": len(pairs),
                        "counts": pairs.counts(),
                        "skipped": sum(r.skipped for r in pairs.reports)}
+    built = load_training_set(data, tasks, workspace)
+    return built.pairs, built.report()
+
+
+def load_training_set(data: TrainingData, tasks: Sequence[str],
+                      workspace: Workspace = Workspace()) -> TrainingSet:
+    """The pool's training pairs (and held-out pairs) for ``data``, keeping the evaluation
+    sets of ``tasks`` out (see :class:`~disembed.experiment.TrainingData`)."""
+    if data.pairs_file is not None:
+        raise ConfigError("a pairs file is read as it is; it has no pool to hold pairs out of")
     keep_out = data.keep_out if data.keep_out is not None else kept_out_sets(tasks)
     built = build_training_set(data.languages, data.pairs_per_language, eval_sets=keep_out,
-                               data_dir=workspace.data_dir, seed=data.seed)
+                               data_dir=workspace.data_dir, seed=data.seed,
+                               holdout_per_language=data.holdout_per_language)
     logger.info(built.summary())
-    return built.pairs, built.report()
+    return built
 
 
 def embed_pairs(encoder: Encoder, pairs: ParallelPairs, *, batch_size: int = 64
@@ -105,4 +117,5 @@ def evaluate(model: Disentangler, encoder: Encoder,
     return results
 
 
-__all__ = ["embed_pairs", "evaluate", "fit_method", "load_pairs", "open_encoder"]
+__all__ = ["embed_pairs", "evaluate", "fit_method", "load_pairs", "load_training_set",
+           "open_encoder"]

@@ -13,7 +13,10 @@ from .base import Disentangler, load_disentangler
 from .baseline import Baseline
 from .dream import Dream
 from .intra_inter import Both, Inter, Intra
+from .leace import Leace
 from .linear_map import LinearMap
+from .lir import Lir
+from .lsar import Lsar
 from .mean_centering import MeanCentering
 from .meat import Meat
 from .neural import NeuralDisentangler
@@ -27,6 +30,8 @@ METHODS: Registry[type[Disentangler]] = Registry("method")
 for _cls in (Baseline, MeanCentering, Seed):
     METHODS.add(_cls.method, _cls)
 for _cls in (Dream, Meat, Oracle, OracleDream, OracleMeat, Intra, Inter, Both, LinearMap):
+    METHODS.add(_cls.method, _cls)
+for _cls in (Lir, Lsar, Leace):  # closed-form language erasure
     METHODS.add(_cls.method, _cls)
 
 _COMPOSED: dict[str, type[Disentangler]] = {}
@@ -63,6 +68,7 @@ def make_method(name: str, **params) -> Disentangler:
     return method_class(name)(**params)
 
 
-__all__ = ["METHODS", "Baseline", "Both", "Disentangler", "Dream", "Inter", "Intra",
-           "LinearMap", "MeanCentering", "Meat", "NeuralDisentangler", "Oracle", "OracleDream",
-           "OracleMeat", "Seed", "composable", "load_disentangler", "make_method", "method_class"]
+__all__ = ["METHODS", "Baseline", "Both", "Disentangler", "Dream", "Inter", "Intra", "Leace",
+           "LinearMap", "Lir", "Lsar", "MeanCentering", "Meat", "NeuralDisentangler", "Oracle",
+           "OracleDream", "OracleMeat", "Seed", "composable", "load_disentangler", "make_method",
+           "method_class"]

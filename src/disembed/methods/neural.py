@@ -29,12 +29,14 @@ logger = logging.getLogger(__name__)
 class NeuralDisentangler(Disentangler):
     """Base of recipes trained with the constraint library (SEED, intra/inter, ...)."""
 
-    def __init__(self, lr: float = 1e-4, batch_size: int = 512, max_epochs: int = 100,
+    def __init__(self, lr: float = 1e-4, batch_size: int = 512, max_epochs: int | None = None,
                  patience: int = 5, val_fraction: float = 0.1, seed: int = 0,
-                 negatives: str = "paper") -> None:
+                 negatives: str = "paper", *, max_steps: int | None = None,
+                 time_budget_seconds: float | None = None) -> None:
         self.lr, self.batch_size, self.max_epochs = lr, batch_size, max_epochs
         self.patience, self.val_fraction, self.seed, self.negatives = (
             patience, val_fraction, seed, negatives)
+        self.max_steps, self.time_budget_seconds = max_steps, time_budget_seconds
 
     # --- what a recipe defines ---------------------------------------------
     def build_head(self, dim: int) -> torch.nn.Module:
@@ -56,7 +58,9 @@ class NeuralDisentangler(Disentangler):
     def train_config(self) -> TrainConfig:
         return TrainConfig(lr=self.lr, batch_size=self.batch_size, max_epochs=self.max_epochs,
                            patience=self.patience, val_fraction=self.val_fraction,
-                           seed=self.seed, negatives=self.negatives)  # type: ignore[arg-type]
+                           seed=self.seed, negatives=self.negatives,  # type: ignore[arg-type]
+                           max_steps=self.max_steps,
+                           time_budget_seconds=self.time_budget_seconds)
 
     def _new_head(self, dim: int) -> torch.nn.Module:
         with torch.random.fork_rng(devices=[]):
@@ -161,8 +165,9 @@ class NeuralDisentangler(Disentangler):
         summary = None
         if hist is not None:
             summary = {"best_epoch": hist.best_epoch, "epochs": len(hist.epochs),
-                       "stopped_early": hist.stopped_early, "train_pairs": hist.train_pairs,
-                       "val_pairs": hist.val_pairs,
+                       "steps": hist.steps, "stop_reason": hist.stop_reason,
+                       "budget_bound": hist.budget_bound, "stopped_early": hist.stopped_early,
+                       "train_pairs": hist.train_pairs, "val_pairs": hist.val_pairs,
                        "best_val_loss": min((e["val_loss"] for e in hist.epochs), default=None)}
         return {"languages": self.languages_, "training": summary}
 
@@ -186,11 +191,13 @@ class TwoHeadRecipe(NeuralDisentangler):
     #: whether the head carries a language classifier on ``l`` (DREAM)
     language_classifier: ClassVar[bool] = False
 
-    def __init__(self, lr: float = 1e-4, batch_size: int = 512, max_epochs: int = 100,
+    def __init__(self, lr: float = 1e-4, batch_size: int = 512, max_epochs: int | None = None,
                  patience: int = 5, val_fraction: float = 0.1, seed: int = 0,
-                 negatives: str = "paper", hidden: int = 0) -> None:
+                 negatives: str = "paper", hidden: int = 0, *, max_steps: int | None = None,
+                 time_budget_seconds: float | None = None) -> None:
         super().__init__(lr=lr, batch_size=batch_size, max_epochs=max_epochs, patience=patience,
-                         val_fraction=val_fraction, seed=seed, negatives=negatives)
+                         val_fraction=val_fraction, seed=seed, negatives=negatives,
+                         max_steps=max_steps, time_budget_seconds=time_budget_seconds)
         self.hidden = hidden
 
     def build_head(self, dim: int) -> torch.nn.Module:

@@ -68,12 +68,14 @@ class Oracle(TwoHeadRecipe):
 
     method = "oracle"
 
-    def __init__(self, lr: float = 1e-4, batch_size: int = 512, max_epochs: int = 100,
+    def __init__(self, lr: float = 1e-4, batch_size: int = 512, max_epochs: int | None = None,
                  patience: int = 5, val_fraction: float = 0.1, seed: int = 0,
                  negatives: str = "paper", hidden: int = 0, oracle_variant: str = "paper",
-                 oracle_weight: float = 1.0) -> None:
+                 oracle_weight: float = 1.0, *, max_steps: int | None = None,
+                 time_budget_seconds: float | None = None) -> None:
         super().__init__(lr=lr, batch_size=batch_size, max_epochs=max_epochs, patience=patience,
-                         val_fraction=val_fraction, seed=seed, negatives=negatives, hidden=hidden)
+                         val_fraction=val_fraction, seed=seed, negatives=negatives, hidden=hidden,
+                         max_steps=max_steps, time_budget_seconds=time_budget_seconds)
         oracle_weights(oracle_variant)  # validate now, not at fit time
         self.oracle_variant, self.oracle_weight = oracle_variant, oracle_weight
 

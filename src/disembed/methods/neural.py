@@ -20,7 +20,7 @@ import torch
 from ..exceptions import CheckpointError
 from ..training import Adversary, Batch, TrainConfig, train
 from .base import Disentangler, Languages, as_language_array
-from .constraints import NEEDS, BatchViews, check_weights, pick, weighted_loss
+from .constraints import BatchViews, check_weights, needs_of, pick, weighted_loss
 from .heads import TwoHeads
 
 logger = logging.getLogger(__name__)
@@ -82,7 +82,7 @@ class NeuralDisentangler(Disentangler):
         )
         needs = getattr(self, "_needs", None)
         if needs is None:  # weights set by hand (tests): derive the needs once
-            self._needs = needs = {x for name in self._weights for x in NEEDS.get(name, ())}
+            self._needs = needs = needs_of(self._weights)
         if "lid" in needs:  # DREAM: the head's language classifier on l
             logits = head.lid(L)  # (2B, K)
             views.s_lid, views.t_lid = logits[:n], logits[n:]
@@ -94,7 +94,7 @@ class NeuralDisentangler(Disentangler):
     def _prepare(self) -> None:
         """Check the recipe's weights and note which optional batch views they need."""
         self._weights = check_weights(self.term_weights())
-        self._needs = {x for name in self._weights for x in NEEDS.get(name, ())}
+        self._needs = needs_of(self._weights)
 
     def fit(self, src: np.ndarray, tgt: np.ndarray, src_lang: Languages, tgt_lang: Languages,
             *, checkpoint_dir: str | Path | None = None,

@@ -46,6 +46,13 @@ class Disentangler(ABC):
     #: whether :meth:`language` returns a language part
     has_language: ClassVar[bool] = True
 
+    @property
+    def name(self) -> str:
+        """What this configured method is called, e.g. ``oracle+meat`` for MEAT with ORACLE's
+        terms; the registry name by default. ``make_method(name, **get_params())`` rebuilds
+        it, and it is the name ``save`` writes."""
+        return self.method
+
     # --- fitting -------------------------------------------------------------
     @abstractmethod
     def fit(self, src: np.ndarray, tgt: np.ndarray, src_lang: Languages,
@@ -108,8 +115,8 @@ class Disentangler(ABC):
         """Learned non-tensor state to save (JSON-safe)."""
         return {}
 
-    def _set_state(self, state: dict[str, np.ndarray], extra: dict[str, Any]) -> None:
-        """Rebuild learned state; must check names and shapes strictly."""
+    def _set_state(self, state: dict[str, np.ndarray], extra: dict[str, Any]) -> None:  # noqa: B027
+        """Rebuild learned state; must check names and shapes strictly (nothing by default)."""
 
     def save(self, directory: str | Path, metadata: dict[str, Any] | None = None) -> Path:
         """Write ``config.json`` and ``model.safetensors`` into ``directory`` (atomically)."""
@@ -121,7 +128,7 @@ class Disentangler(ABC):
         state = {k: np.ascontiguousarray(v) for k, v in self._state().items()}
         config = {
             "format_version": FORMAT_VERSION,
-            "method": self.method,
+            "method": self.name,
             "params": self.get_params(),
             "dim": int(self.dim_),
             "state": {k: list(v.shape) for k, v in state.items()},
@@ -135,11 +142,17 @@ class Disentangler(ABC):
 
 
 def load_disentangler(directory: str | Path) -> Disentangler:
-    """Load a saved disentangler; every key and shape is checked against its config."""
+    """Load a saved disentangler; every key and shape is checked against its config.
+
+    ``method`` is a registered name, an alias or a composed name (``"oracle+meat"``), its
+    params the hyperparameters; both go to :func:`~disembed.methods.make_method`, so
+    models saved when ``oracle+meat`` was a generated class (params holding
+    ``oracle_variant``/``oracle_weight``) load as MEAT with ORACLE's terms.
+    """
     from safetensors import SafetensorError
     from safetensors.numpy import load_file
 
-    from . import method_class
+    from . import make_method
 
     directory = Path(directory)
     cfg_path, weights_path = directory / "config.json", directory / "model.safetensors"
@@ -161,7 +174,8 @@ def load_disentangler(directory: str | Path) -> Disentangler:
     try:
         state = load_file(str(weights_path))
     except (SafetensorError, OSError) as exc:
-        raise CheckpointError(f"{weights_path} could not be read ({exc}); re-save the model") from None
+        raise CheckpointError(f"{weights_path} could not be read ({exc}); re-save the "
+                              "model") from None
     expected = {k: tuple(v) for k, v in config["state"].items()}
     got = {k: tuple(v.shape) for k, v in state.items()}
     if expected != got:
@@ -171,7 +185,7 @@ def load_disentangler(directory: str | Path) -> Disentangler:
         raise CheckpointError(
             f"{weights_path} does not match {cfg_path}: missing keys {missing}, unexpected keys "
             f"{unexpected}, wrong shapes {[(k, expected[k], got[k]) for k in wrong]}")
-    model = method_class(config["method"])(**config["params"])
+    model = make_method(config["method"], **config["params"])
     model.dim_ = int(config["dim"])
     model._set_state(state, config.get("learned", {}))
     model.metadata_ = config.get("metadata", {})

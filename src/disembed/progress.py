@@ -21,8 +21,9 @@ def progress_enabled() -> bool:
     return logger.getEffectiveLevel() <= logging.INFO
 
 
-def progress_bar(total: int, desc: str, unit: str = "it", **kwargs: Any):
-    """A tqdm bar (rate and ETA shown) or a silent stand-in with the same interface."""
+def progress_bar(total: int | None, desc: str, unit: str = "it", **kwargs: Any):
+    """A tqdm bar (rate and ETA shown) or a silent stand-in with the same interface;
+    ``total=None`` gives an open-ended bar (a count and a rate, no ETA)."""
     return tqdm(
         total=total,
         desc=desc,

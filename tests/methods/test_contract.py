@@ -85,15 +85,15 @@ def test_trained_recipes_are_deterministic(name, toy_pairs):
 def test_loss_is_finite_and_every_head_parameter_gets_a_gradient(name, toy_pairs):
     import torch
 
-    from disembed.training.trainer import _make_batch
+    from disembed.training.batches import make_batch
 
     src, tgt, src_lang = toy_pairs
     model = make_method(name, max_epochs=1, batch_size=64).fit(src, tgt, src_lang, "en")
     ids = {lang: i for i, lang in enumerate(model.languages_)}
     s_ids = torch.tensor([ids[x] for x in src_lang[:64]])
-    batch = _make_batch(torch.tensor(src[:64]), torch.tensor(tgt[:64]), s_ids,
-                        torch.full((64,), ids["en"]), torch.arange(64),
-                        torch.Generator().manual_seed(0), "mask")
+    batch = make_batch(torch.tensor(src[:64]), torch.tensor(tgt[:64]), s_ids,
+                       torch.full((64,), ids["en"]), torch.arange(64),
+                       torch.Generator().manual_seed(0), "mask")
     model.head_.zero_grad()
     loss, terms = model.loss(model.head_, batch)
     assert loss.dim() == 0 and torch.isfinite(loss)

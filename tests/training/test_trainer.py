@@ -73,7 +73,8 @@ def test_early_stopping_restores_best_epoch(toy_pairs):
     model = make_method("seed", max_epochs=200, batch_size=64, lr=0.05, patience=2)
     model.fit(src, tgt, src_lang, "en")
     hist = model.history_
-    assert hist.stopped_early
+    assert hist.stopped_early and hist.stop_reason == "early_stopping" and not hist.budget_bound
+    assert hist.epochs_since_best == 2
     best = min(e["val_loss"] for e in hist.epochs)
     assert hist.epochs[hist.best_epoch - 1]["val_loss"] == best
     assert len(hist.epochs) == hist.best_epoch + 2
@@ -115,4 +116,5 @@ def test_stopping_at_max_epochs_while_improving_warns(toy_pairs, caplog):
     with caplog.at_level("WARNING", logger="disembed"):
         model = make_method("seed", max_epochs=2, batch_size=64).fit(src, tgt, src_lang, "en")
     assert model.history_.best_epoch == 2 and not model.history_.stopped_early
+    assert model.history_.stop_reason == "max_epochs" and model.history_.budget_bound
     assert "probably under-trained" in caplog.text

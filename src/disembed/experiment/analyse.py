@@ -109,7 +109,7 @@ class AnalysisConfig:
 
 
 def _model_label(directory: str) -> str:
-    return f"{load_disentangler(directory).method} ({Path(directory).name})"
+    return f"{load_disentangler(directory).name} ({Path(directory).name})"
 
 
 @dataclass

@@ -102,7 +102,7 @@ def run(spec: RunSpec, workspace: Workspace = Workspace(), *,
                       data_dir=workspace.data_dir, batch_size=workspace.batch_size)
     t_eval = time.perf_counter()
     result = RunResult(
-        label=spec.display_label, method=model.method, params=model.get_params(),
+        label=spec.display_label, method=model.name, params=model.get_params(),
         encoder=encoder.identity.to_dict(), seed=spec.seed, spec=spec.to_dict(),
         scores=scores, training=training,
         timings={"fit_seconds": t_fit - t0, "train_seconds": getattr(model, "fit_seconds_", 0.0),
@@ -122,8 +122,8 @@ def _with_saved_model(spec: RunSpec, saved: Disentangler | None) -> RunSpec:
     model's encoder unless the spec names one."""
     if saved is None:
         return spec
-    spec = spec.with_(method=saved.method,
-                      label=spec.label or f"{saved.method} ({spec.model_dir})")
+    spec = spec.with_(method=saved.name,
+                      label=spec.label or f"{saved.name} ({spec.model_dir})")
     if spec.encoder is not None:
         return spec
     name = saved.metadata_.get("encoder_spec")

@@ -49,6 +49,13 @@ class Disentangler(ABC):
     #: whether :meth:`fit` needs translation pairs (``baseline`` does not)
     needs_data: ClassVar[bool] = True
 
+    @property
+    def name(self) -> str:
+        """What this configured method is called, e.g. ``oracle+meat`` for MEAT with ORACLE's
+        terms; the registry name by default. ``make_method(name, **get_params())`` rebuilds
+        it, and it is the name ``save`` writes."""
+        return self.method
+
     # --- fitting -------------------------------------------------------------
     @abstractmethod
     def fit(self, src: np.ndarray, tgt: np.ndarray, src_lang: Languages,
@@ -129,7 +136,7 @@ class Disentangler(ABC):
         state = {k: np.ascontiguousarray(v) for k, v in self._state().items()}
         config = {
             "format_version": FORMAT_VERSION,
-            "method": self.method,
+            "method": self.name,
             "params": self.get_params(),
             "dim": int(self.dim_),
             "state": {k: list(v.shape) for k, v in state.items()},
@@ -143,11 +150,17 @@ class Disentangler(ABC):
 
 
 def load_disentangler(directory: str | Path) -> Disentangler:
-    """Load a saved disentangler; every key and shape is checked against its config."""
+    """Load a saved disentangler; every key and shape is checked against its config.
+
+    ``method`` is a registered name, an alias or a composed name (``"oracle+meat"``), its
+    params the hyperparameters; both go to :func:`~disembed.methods.make_method`, so
+    models saved when ``oracle+meat`` was a generated class (params holding
+    ``oracle_variant``/``oracle_weight``) load as MEAT with ORACLE's terms.
+    """
     from safetensors import SafetensorError
     from safetensors.numpy import load_file
 
-    from . import method_class
+    from . import make_method
 
     directory = Path(directory)
     cfg_path, weights_path = directory / "config.json", directory / "model.safetensors"
@@ -180,7 +193,7 @@ def load_disentangler(directory: str | Path) -> Disentangler:
         raise CheckpointError(
             f"{weights_path} does not match {cfg_path}: missing keys {missing}, unexpected keys "
             f"{unexpected}, wrong shapes {[(k, expected[k], got[k]) for k in wrong]}")
-    model = method_class(config["method"])(**config["params"])
+    model = make_method(config["method"], **config["params"])
     model.dim_ = int(config["dim"])
     model._set_state(state, config.get("learned", {}))
     model.metadata_ = config.get("metadata", {})

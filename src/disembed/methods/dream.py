@@ -30,7 +30,8 @@ ships the same ``DREAM_MLP``):
   so do we (MEAT uses it: ``language_push_translation``).
 * Optimisation. Official: Adam lr 1e-5, batch 512, no epoch cap, patience 10 on the
   summed validation loss, a separate validation file, ``drop_last=True``. Ours: the
-  shared trainer defaults (Adam lr 1e-4, batch 512, patience 5, seeded 10% split);
+  shared trainer defaults (Adam lr 1e-4, batch 512, no epoch cap either, patience 5,
+  seeded 10% split);
   pass ``lr=1e-5, patience=10`` for the official schedule.
 * Number of classes. Official hard-codes ``n_languages`` in the config (13 for LaBSE
   runs); ours is the number of languages in the training pairs (both sides).
@@ -55,5 +56,5 @@ class Dream(TwoHeadRecipe):
     method = "dream"
     language_classifier = True
 
-    def term_weights(self) -> dict[str, float]:
+    def recipe_weights(self) -> dict[str, float]:
         return dict(DREAM_WEIGHTS)

@@ -43,7 +43,7 @@ class _SeedHeadRecipe(NeuralDisentangler):
     def build_head(self, dim: int) -> torch.nn.Module:
         return LinearResidualHead(dim)
 
-    def term_weights(self) -> dict[str, float]:
+    def recipe_weights(self) -> dict[str, float]:
         return dict(self.weights)
 
 

@@ -23,13 +23,21 @@ from .base import Disentangler, Languages, as_language_array
 logger = logging.getLogger(__name__)
 
 
+UNKNOWN_LANGUAGE_POLICIES = ("error", "batch", "global")
+
+
+def check_unknown_language(policy: str) -> None:
+    """Raise ``ConfigError`` unless ``policy`` is one of :data:`UNKNOWN_LANGUAGE_POLICIES`."""
+    if policy not in UNKNOWN_LANGUAGE_POLICIES:
+        raise ConfigError("unknown_language must be 'error', 'batch' or 'global'; "
+                          f"got {policy!r}")
+
+
 class MeanCentering(Disentangler):
     method = "mean-centering"
 
     def __init__(self, unknown_language: Literal["error", "batch", "global"] = "batch") -> None:
-        if unknown_language not in ("error", "batch", "global"):
-            raise ConfigError("unknown_language must be 'error', 'batch' or 'global'; "
-                              f"got {unknown_language!r}")
+        check_unknown_language(unknown_language)
         self.unknown_language = unknown_language
 
     def fit(self, src: np.ndarray, tgt: np.ndarray, src_lang: Languages,

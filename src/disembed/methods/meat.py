@@ -53,7 +53,7 @@ class Meat(TwoHeadRecipe):
 
     method = "meat"
 
-    def term_weights(self) -> dict[str, float]:
+    def recipe_weights(self) -> dict[str, float]:
         return dict(MEAT_WEIGHTS)
 
     def build_adversary(self, dim: int) -> torch.nn.Module:

@@ -1,11 +1,28 @@
 """Shared plumbing of the trained recipes: a head, the trainer, save/load of the head.
 
 A subclass says which head it trains (:meth:`build_head`) and which constraint
-terms with which weights form its loss (:meth:`term_weights`); a recipe with an
+terms with which weights form its own loss (:meth:`recipe_weights`); a recipe with an
 adversary (MEAT) also builds one (:meth:`build_adversary`) and says what it
 minimises (:meth:`adversary_loss`); everything else
 (seeding, language ids, negatives, early stopping, checkpoints, strict loading)
-lives here once.
+lives here once, and so do two hyperparameters every trained recipe takes:
+
+* ``oracle_variant`` (``None``: off; ``"paper"``, ``"official-new"``, ``"official-old"``,
+  ``"official-main"``) and ``oracle_weight``: ORACLE's terms in that form, times that
+  weight, are added to the recipe's (:attr:`term_weights`; see :mod:`.oracle_variants`).
+  ``oracle+meat`` is Meat with ``oracle_variant="paper"``.
+* ``center``: ``"none"`` or ``"language"``. With ``"language"`` the per-language means
+  ``mu_lang`` of the training pairs (both sides, as :class:`.MeanCentering`) are
+  subtracted from every input before the head: the head is trained on, and applied
+  to, ``e - mu_lang``, and the language part gets ``mu_lang`` back at inference::
+
+      m = M(e - mu_lang),    l = L(e - mu_lang) + mu_lang
+
+  For SEED's head (``L(x) = x - M(x)``) this keeps ``m + l = e`` exactly (up to
+  float rounding); for two-head recipes ``m + l = e`` holds as well as their
+  reconstruction term made ``M(x) + L(x) = x`` on centred inputs. The training loss
+  only sees centred inputs and parts (no ``mu``). A language not seen in training is
+  handled by ``unknown_language`` exactly as mean-centering does it.
 """
 
 from __future__ import annotations
@@ -17,30 +34,59 @@ from typing import Any, Callable, ClassVar, Mapping
 import numpy as np
 import torch
 
-from ..exceptions import CheckpointError
+from ..exceptions import CheckpointError, ConfigError, ShapeError
 from ..training import Adversary, Batch, TrainConfig, train
 from .base import Disentangler, Languages, as_language_array
-from .constraints import NEEDS, BatchViews, check_weights, pick, weighted_loss
+from .constraints import BatchViews, add_weights, check_weights, needs_of, pick, weighted_loss
 from .heads import TwoHeads
+from .mean_centering import MeanCentering, check_unknown_language
+from .oracle_variants import check_oracle_variant, oracle_weights
 
 logger = logging.getLogger(__name__)
+
+CENTER_MODES = ("none", "language")
 
 
 class NeuralDisentangler(Disentangler):
     """Base of recipes trained with the constraint library (SEED, intra/inter, ...)."""
 
-    def __init__(self, lr: float = 1e-4, batch_size: int = 512, max_epochs: int = 100,
+    #: the recipe has no terms of its own (``oracle``): its loss is ORACLE's terms alone
+    oracle_only: ClassVar[bool] = False
+
+    def __init__(self, lr: float = 1e-4, batch_size: int = 512, max_epochs: int | None = None,
                  patience: int = 5, val_fraction: float = 0.1, seed: int = 0,
-                 negatives: str = "paper") -> None:
+                 negatives: str = "paper", *, max_steps: int | None = None,
+                 time_budget_seconds: float | None = None, oracle_variant: str | None = None,
+                 oracle_weight: float = 1.0, center: str = "none",
+                 unknown_language: str = "batch") -> None:
         self.lr, self.batch_size, self.max_epochs = lr, batch_size, max_epochs
         self.patience, self.val_fraction, self.seed, self.negatives = (
             patience, val_fraction, seed, negatives)
+        self.max_steps, self.time_budget_seconds = max_steps, time_budget_seconds
+        self.oracle_variant, self.oracle_weight = oracle_variant, oracle_weight
+        self.center, self.unknown_language = center, unknown_language
+        self._check_params()
+
+    def _check_params(self) -> None:
+        check_oracle_variant(self.oracle_variant, allow_none=not self.oracle_only)
+        if self.center not in CENTER_MODES:
+            raise ConfigError(f"center must be one of {CENTER_MODES}; got {self.center!r}")
+        check_unknown_language(self.unknown_language)
+
+    @property
+    def name(self) -> str:
+        """``[oracle+]<method>[-centered]``: what this configuration is called."""
+        label = self.method
+        if self.oracle_variant is not None and not self.oracle_only:
+            label = f"oracle+{label}"
+        return f"{label}-centered" if self.center != "none" else label
 
     # --- what a recipe defines ---------------------------------------------
     def build_head(self, dim: int) -> torch.nn.Module:
         raise NotImplementedError
 
-    def term_weights(self) -> Mapping[str, float]:
+    def recipe_weights(self) -> Mapping[str, float]:
+        """The recipe's own constraint terms and weights (without ORACLE's)."""
         raise NotImplementedError
 
     def build_adversary(self, dim: int) -> torch.nn.Module | None:
@@ -51,12 +97,20 @@ class NeuralDisentangler(Disentangler):
         """What the adversary minimises on one batch (only with :meth:`build_adversary`)."""
         raise NotImplementedError
 
+    def term_weights(self) -> dict[str, float]:
+        """Every term of the loss: the recipe's, plus ORACLE's when ``oracle_variant`` is set."""
+        oracle = ({} if self.oracle_variant is None
+                  else oracle_weights(self.oracle_variant, self.oracle_weight))
+        return add_weights(self.recipe_weights(), oracle)
+
     # --- training ------------------------------------------------------------
     @property
     def train_config(self) -> TrainConfig:
         return TrainConfig(lr=self.lr, batch_size=self.batch_size, max_epochs=self.max_epochs,
                            patience=self.patience, val_fraction=self.val_fraction,
-                           seed=self.seed, negatives=self.negatives)  # type: ignore[arg-type]
+                           seed=self.seed, negatives=self.negatives,  # type: ignore[arg-type]
+                           max_steps=self.max_steps,
+                           time_budget_seconds=self.time_budget_seconds)
 
     def _new_head(self, dim: int) -> torch.nn.Module:
         with torch.random.fork_rng(devices=[]):
@@ -78,7 +132,7 @@ class NeuralDisentangler(Disentangler):
         )
         needs = getattr(self, "_needs", None)
         if needs is None:  # weights set by hand (tests): derive the needs once
-            self._needs = needs = {x for name in self._weights for x in NEEDS.get(name, ())}
+            self._needs = needs = needs_of(self._weights)
         if "lid" in needs:  # DREAM: the head's language classifier on l
             logits = head.lid(L)  # (2B, K)
             views.s_lid, views.t_lid = logits[:n], logits[n:]
@@ -90,7 +144,7 @@ class NeuralDisentangler(Disentangler):
     def _prepare(self) -> None:
         """Check the recipe's weights and note which optional batch views they need."""
         self._weights = check_weights(self.term_weights())
-        self._needs = {x for name in self._weights for x in NEEDS.get(name, ())}
+        self._needs = needs_of(self._weights)
 
     def fit(self, src: np.ndarray, tgt: np.ndarray, src_lang: Languages, tgt_lang: Languages,
             *, checkpoint_dir: str | Path | None = None,
@@ -99,8 +153,6 @@ class NeuralDisentangler(Disentangler):
         called after every epoch with the trainer's per-epoch record."""
         src, tgt = np.asarray(src, np.float32), np.asarray(tgt, np.float32)
         if src.shape != tgt.shape or src.ndim != 2:
-            from ..exceptions import ShapeError
-
             raise ShapeError(f"src and tgt must be (n, d) arrays of equal shape; got {src.shape} "
                              f"and {tgt.shape}")
         s_lang = as_language_array(src_lang, len(src))
@@ -109,6 +161,11 @@ class NeuralDisentangler(Disentangler):
         lang_id = {lang: i for i, lang in enumerate(self.languages_)}
         s_ids = np.array([lang_id[x] for x in s_lang], dtype=np.int64)
         t_ids = np.array([lang_id[x] for x in t_lang], dtype=np.int64)
+        self.centering_ = None
+        if self.center == "language":
+            self.centering_ = MeanCentering(self.unknown_language).fit(src, tgt, s_lang, t_lang)
+            src = src - self.centering_.language(src, s_lang)  # (n, d) centred
+            tgt = tgt - self.centering_.language(tgt, t_lang)
         self._prepare()
         config = self.train_config
         torch.manual_seed(self.seed)
@@ -133,41 +190,55 @@ class NeuralDisentangler(Disentangler):
 
     # --- inference -----------------------------------------------------------
     @torch.no_grad()
-    def _parts(self, X: np.ndarray, block: int = 65536) -> tuple[np.ndarray, np.ndarray]:
+    def _parts(self, X: np.ndarray, languages: Languages,
+               block: int = 65536) -> tuple[np.ndarray, np.ndarray]:
+        """``(m, l)``, each ``(n, d) float32``, of embeddings ``X (n, d)``."""
         X = self._check(X)
+        means = None
+        if getattr(self, "centering_", None) is not None:
+            means = self.centering_.language(X, languages)  # (n, d) mu of each row
+            X = X - means
         m_out = np.empty_like(X)
         l_out = np.empty_like(X)
         for start in range(0, len(X), block):
-            m, l = self.head_(torch.from_numpy(X[start : start + block]))
-            m_out[start : start + block], l_out[start : start + block] = m.numpy(), l.numpy()
+            m, lang = self.head_(torch.from_numpy(X[start : start + block]))
+            m_out[start : start + block], l_out[start : start + block] = m.numpy(), lang.numpy()
+        if means is not None:
+            l_out += means
         return m_out, l_out
 
     def meaning(self, X: np.ndarray, languages: Languages) -> np.ndarray:
-        return self._parts(X)[0]
+        return self._parts(X, languages)[0]
 
     def language(self, X: np.ndarray, languages: Languages) -> np.ndarray:
-        return self._parts(X)[1]
+        return self._parts(X, languages)[1]
 
     def views(self, X: np.ndarray, language: str) -> dict[str, np.ndarray]:
-        m, l = self._parts(X)
-        return {"meaning": m, "language": l}
+        m, lang = self._parts(X, language)
+        return {"meaning": m, "language": lang}
 
     # --- persistence ---------------------------------------------------------
     def _state(self) -> dict[str, np.ndarray]:
-        return {k: v.detach().numpy() for k, v in self.head_.state_dict().items()}
+        state = {k: v.detach().numpy() for k, v in self.head_.state_dict().items()}
+        if getattr(self, "centering_", None) is not None:
+            state["centering.means"] = self.centering_.means_.astype(np.float32)
+        return state
 
     def _extra_config(self) -> dict[str, Any]:
         hist = getattr(self, "history_", None)
         summary = None
         if hist is not None:
             summary = {"best_epoch": hist.best_epoch, "epochs": len(hist.epochs),
-                       "stopped_early": hist.stopped_early, "train_pairs": hist.train_pairs,
-                       "val_pairs": hist.val_pairs,
+                       "steps": hist.steps, "stop_reason": hist.stop_reason,
+                       "budget_bound": hist.budget_bound, "stopped_early": hist.stopped_early,
+                       "train_pairs": hist.train_pairs, "val_pairs": hist.val_pairs,
                        "best_val_loss": min((e["val_loss"] for e in hist.epochs), default=None)}
         return {"languages": self.languages_, "training": summary}
 
     def _set_state(self, state: dict[str, np.ndarray], extra: dict[str, Any]) -> None:
         self.languages_ = list(extra.get("languages", []))
+        state = dict(state)
+        self.centering_ = self._centering_from(state.pop("centering.means", None))
         head = self.build_head(self.dim_)
         try:
             head.load_state_dict({k: torch.from_numpy(v.copy()) for k, v in state.items()},
@@ -178,6 +249,18 @@ class NeuralDisentangler(Disentangler):
         head.eval()
         self.head_ = head
 
+    def _centering_from(self, means: np.ndarray | None) -> MeanCentering | None:
+        if (means is None) != (self.center == "none"):
+            raise CheckpointError(f"center={self.center!r} but the saved weights "
+                                  f"{'lack' if means is None else 'have'} 'centering.means'; "
+                                  "the config and weights are from different models")
+        if means is None:
+            return None
+        centering = MeanCentering(self.unknown_language)
+        centering.dim_ = self.dim_
+        centering._set_state({"means": means}, {"languages": self.languages_})
+        return centering
+
 
 class TwoHeadRecipe(NeuralDisentangler):
     """Base of the recipes on two independent heads ``m = MLP_m(e)``, ``l = MLP_l(e)``
@@ -186,11 +269,17 @@ class TwoHeadRecipe(NeuralDisentangler):
     #: whether the head carries a language classifier on ``l`` (DREAM)
     language_classifier: ClassVar[bool] = False
 
-    def __init__(self, lr: float = 1e-4, batch_size: int = 512, max_epochs: int = 100,
+    def __init__(self, lr: float = 1e-4, batch_size: int = 512, max_epochs: int | None = None,
                  patience: int = 5, val_fraction: float = 0.1, seed: int = 0,
-                 negatives: str = "paper", hidden: int = 0) -> None:
+                 negatives: str = "paper", hidden: int = 0, *, max_steps: int | None = None,
+                 time_budget_seconds: float | None = None, oracle_variant: str | None = None,
+                 oracle_weight: float = 1.0, center: str = "none",
+                 unknown_language: str = "batch") -> None:
         super().__init__(lr=lr, batch_size=batch_size, max_epochs=max_epochs, patience=patience,
-                         val_fraction=val_fraction, seed=seed, negatives=negatives)
+                         val_fraction=val_fraction, seed=seed, negatives=negatives,
+                         max_steps=max_steps, time_budget_seconds=time_budget_seconds,
+                         oracle_variant=oracle_variant, oracle_weight=oracle_weight,
+                         center=center, unknown_language=unknown_language)
         self.hidden = hidden
 
     def build_head(self, dim: int) -> torch.nn.Module:

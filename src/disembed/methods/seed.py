@@ -64,5 +64,5 @@ class Seed(NeuralDisentangler):
     def build_head(self, dim: int) -> torch.nn.Module:
         return LinearResidualHead(dim)
 
-    def term_weights(self) -> dict[str, float]:
+    def recipe_weights(self) -> dict[str, float]:
         return dict(SEED_WEIGHTS)

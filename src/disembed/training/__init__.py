@@ -1,7 +1,10 @@
 """The one training loop, its settings, in-batch negatives and checkpoints."""
 
-from .config import TrainConfig
+from .batches import Adversary, Batch
+from .config import SAFETY_MAX_EPOCHS, STOP_REASONS, TrainConfig
 from .negatives import same_language_negatives
-from .trainer import Adversary, Batch, TrainHistory, train
+from .state import TrainHistory, TrainState
+from .trainer import train
 
-__all__ = ["Adversary", "Batch", "TrainConfig", "TrainHistory", "same_language_negatives", "train"]
+__all__ = ["SAFETY_MAX_EPOCHS", "STOP_REASONS", "Adversary", "Batch", "TrainConfig",
+           "TrainHistory", "TrainState", "same_language_negatives", "train"]

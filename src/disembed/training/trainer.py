@@ -3,104 +3,46 @@
 Input: ``n`` translation pairs of precomputed embeddings ``src (n, d)``,
 ``tgt (n, d)`` with integer language ids. A seeded 10% split is held out for
 validation; each epoch shuffles with a seeded generator, draws same-language
-negatives inside each batch (vectorised), and steps Adam. Training stops when
-the validation loss has not improved for ``patience`` epochs and the best
-weights are restored. With a checkpoint directory, every epoch is saved
-atomically and a rerun resumes from the last finished epoch.
+negatives inside each batch (vectorised), and steps Adam. Training normally ends
+by early stopping (the validation loss has not improved for ``patience`` epochs);
+a user-set budget (``max_epochs``, ``max_steps``, ``time_budget_seconds``) may end it
+sooner, and the history says which ended it (``stop_reason``) and whether the
+validation loss was still improving then (``budget_bound``). The best epoch's weights
+are restored at the end. With a checkpoint directory, every epoch is saved
+(safetensors + JSON, atomically) and a rerun resumes from the last finished epoch,
+bit for bit as if never interrupted.
 
 A recipe may bring an :class:`Adversary` (MEAT's language discriminator): a second
 module with its own Adam optimiser, stepped on each batch just before the main
 step (alternating updates); its weights and optimiser state are checkpointed too.
+
+The loop is :func:`train` over small steps on a :class:`~.state.TrainState`:
+:func:`init_state`, :func:`resume`, :func:`should_stop`, :func:`run_epoch`,
+:func:`validate`, :func:`end_epoch`, :func:`save` and :func:`finish`.
 """
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Protocol
+from typing import Any, Callable
 
 import numpy as np
 import torch
 
-from ..exceptions import DataError
+from ..exceptions import CheckpointError
 from ..progress import progress_bar
-from .checkpoint import load_checkpoint, save_checkpoint
-from .config import TrainConfig
-from .negatives import same_language_negatives
+from .batches import Adversary, Batch, LossFn, PairData, make_batch, row_chunks
+from .checkpoint import load_checkpoint, move_aside, save_checkpoint
+from .config import SAFETY_MAX_EPOCHS, StopReason, TrainConfig
+from .state import TrainHistory, TrainState
 
 logger = logging.getLogger(__name__)
 
-
-@dataclass
-class Batch:
-    """One batch: embeddings (B, d), language ids (B,), negative indices (B,) and masks (B,)."""
-
-    s: torch.Tensor
-    t: torch.Tensor
-    s_lang: torch.Tensor
-    t_lang: torch.Tensor
-    s_neg: torch.Tensor
-    t_neg: torch.Tensor
-    s_valid: torch.Tensor
-    t_valid: torch.Tensor
-
-
-@dataclass
-class Adversary:
-    """A module trained against the main one: ``loss_fn(batch)`` is minimised over
-    ``module``'s parameters only (the caller detaches what must not move), once per
-    training batch, before the main step."""
-
-    module: torch.nn.Module
-    loss_fn: Callable[[Batch], torch.Tensor]
-
-
-class LossFn(Protocol):
-    def __call__(self, batch: Batch) -> tuple[torch.Tensor, dict[str, torch.Tensor]]: ...
-
-
-@dataclass
-class TrainHistory:
-    """Per-epoch losses and timings of one run."""
-
-    epochs: list[dict] = field(default_factory=list)
-    best_epoch: int = 0
-    stopped_early: bool = False
-    train_pairs: int = 0
-    val_pairs: int = 0
-    seconds: float = 0.0
-
-    @property
-    def pairs_per_second(self) -> float:
-        done = sum(e["train_pairs"] for e in self.epochs)
-        spent = sum(e["train_seconds"] for e in self.epochs)
-        return done / spent if spent else float("nan")
-
-
-def _fingerprint(config: TrainConfig, src: torch.Tensor, tgt: torch.Tensor, extra: dict) -> dict:
-    digest = hashlib.sha256()
-    for x in (src, tgt):
-        digest.update(x.numpy().tobytes())
-    return {"config": config.to_dict(), "shape": list(src.shape), "data": digest.hexdigest()[:16],
-            **extra}
-
-
-def _batches(index: torch.Tensor, size: int, drop_last: bool):
-    stop = len(index) - (len(index) % size if drop_last else 0)
-    for start in range(0, stop, size):
-        chunk = index[start : start + size]
-        if len(chunk) >= 2:
-            yield chunk
-
-
-def _make_batch(src, tgt, s_lang, t_lang, rows, gen, fallback) -> Batch:
-    s_neg, s_valid = same_language_negatives(s_lang[rows], gen, fallback)
-    t_neg, t_valid = same_language_negatives(t_lang[rows], gen, fallback)
-    return Batch(src[rows], tgt[rows], s_lang[rows], t_lang[rows], s_neg, t_neg,
-                 s_valid.float(), t_valid.float())
+__all__ = ["Adversary", "Batch", "LossFn", "TrainHistory", "TrainState", "end_epoch",
+           "finish", "init_state", "resume", "run_epoch", "save", "should_stop", "train",
+           "validate"]
 
 
 def train(
@@ -124,119 +66,204 @@ def train(
         loss_fn: ``Batch -> (scalar loss, {term: value})``.
         src, tgt: ``(n, d) float32`` embeddings; row ``i`` of each is a translation pair.
         src_lang, tgt_lang: ``(n,) int`` language ids.
+        checkpoint_dir: where to save every epoch and resume from (a directory of its own).
+        on_epoch_end: called with each epoch's record.
+        fingerprint_extra: what else identifies the run (method, hyperparameters); a
+            checkpoint with another fingerprint is moved aside, not resumed.
         adversary: an optional second module stepped before each main step (see module doc).
     """
-    src_t, tgt_t = torch.as_tensor(np.asarray(src, np.float32)), torch.as_tensor(
-        np.asarray(tgt, np.float32))
-    s_lang, t_lang = torch.as_tensor(np.asarray(src_lang)), torch.as_tensor(np.asarray(tgt_lang))
-    n = len(src_t)
-    n_val = max(2, int(round(n * config.val_fraction)))
-    if n - n_val < 2:
-        raise DataError(f"need at least {n_val + 2} training pairs for a validation split of "
-                        f"{config.val_fraction}; got {n}")
-    order = torch.randperm(n, generator=torch.Generator().manual_seed(config.seed))
-    val_idx, train_idx = order[:n_val], order[n_val:]
-    official = config.negatives == "official"
-    fallback = "self" if official else "mask"
+    data = PairData.split(src, tgt, src_lang, tgt_lang, config)
+    fingerprint = {"config": config.to_dict(), "shape": list(data.src.shape),
+                   "data": data.digest(), **(fingerprint_extra or {})}
+    state = init_state(module, config, train_pairs=len(data.train_idx),
+                       val_pairs=len(data.val_idx), adversary=adversary)
+    if checkpoint_dir is not None:
+        state = resume(state, config, Path(checkpoint_dir), fingerprint)
+    with progress_bar(config.max_epochs, "training", unit="epoch", initial=state.epoch) as bar:
+        while (reason := should_stop(state, config)) is None:
+            stats = run_epoch(state, data, config, loss_fn)
+            record = end_epoch(state, stats, *validate(state, data, config, loss_fn))
+            _report(bar, state, record)
+            if on_epoch_end is not None:
+                on_epoch_end(record)
+            if checkpoint_dir is not None:
+                save(state, Path(checkpoint_dir), fingerprint)
+    return finish(state, reason, config)
+
+
+def init_state(module: torch.nn.Module, config: TrainConfig, *, train_pairs: int,
+               val_pairs: int, adversary: Adversary | None = None) -> TrainState:
+    """A fresh run: Adam on ``module`` (and on the adversary), the seeded generator."""
     optimizer = torch.optim.Adam(module.parameters(), lr=config.lr,
                                  weight_decay=config.weight_decay)
     adv_opt = None if adversary is None else torch.optim.Adam(
         adversary.module.parameters(), lr=config.lr, weight_decay=config.weight_decay)
-    gen = torch.Generator().manual_seed(config.seed + 1)
-    history = TrainHistory(train_pairs=len(train_idx), val_pairs=n_val)
-    best_val, best_state, bad = float("inf"), None, 0
-    start_epoch = 0
-    fingerprint = _fingerprint(config, src_t, tgt_t, fingerprint_extra or {})
-    if checkpoint_dir is not None:
-        state = load_checkpoint(Path(checkpoint_dir), fingerprint)
-        if state is not None:
-            module.load_state_dict(state["module"])
-            optimizer.load_state_dict(state["optimizer"])
-            gen.set_state(state["generator"])
-            best_val, best_state, bad = state["best_val"], state["best_state"], state["bad"]
-            history = state["history"]
-            start_epoch = state["epoch"]
-            if adversary is not None:
-                adversary.module.load_state_dict(state["adversary"])
-                adv_opt.load_state_dict(state["adversary_optimizer"])
-    val_gen_seed = config.seed + 2
-    for epoch in range(start_epoch, config.max_epochs):
-        if bad >= config.patience:
+    return TrainState(module, optimizer, torch.Generator().manual_seed(config.seed + 1),
+                      TrainHistory(train_pairs=train_pairs, val_pairs=val_pairs),
+                      adversary=adversary, adversary_optimizer=adv_opt)
+
+
+def resume(state: TrainState, config: TrainConfig, directory: Path,
+           fingerprint: dict[str, Any]) -> TrainState:
+    """``state`` continued from the checkpoint in ``directory`` if there is a usable one;
+    else (none, another run's, corrupt) a fresh state, the bad checkpoint moved aside."""
+    checkpoint = load_checkpoint(directory, fingerprint)
+    if checkpoint is None:
+        return state
+    try:
+        state.restore(checkpoint)
+    except (CheckpointError, ValueError, RuntimeError) as exc:
+        aside = move_aside(directory, ".corrupt")
+        logger.warning("checkpoint in %s does not fit this run (%s); moved to %s, starting "
+                       "afresh", directory, exc, aside)
+        return init_state(state.module, config, train_pairs=state.history.train_pairs,
+                          val_pairs=state.history.val_pairs, adversary=state.adversary)
+    logger.info("resuming from %s (epoch %d done)", directory, state.epoch)
+    return state
+
+
+def should_stop(state: TrainState, config: TrainConfig) -> StopReason | None:
+    """Why the run must end before another epoch, or ``None`` to go on."""
+    if state.bad >= config.patience:
+        return "early_stopping"
+    budget = _budget_spent(state, config, state.history.spent_seconds)
+    if budget is not None:
+        return budget
+    if config.max_epochs is not None and state.epoch >= config.max_epochs:
+        return "max_epochs"
+    if state.epoch >= SAFETY_MAX_EPOCHS:
+        return "safety_ceiling"
+    return None
+
+
+def _budget_spent(state: TrainState, config: TrainConfig, seconds: float) -> StopReason | None:
+    if config.max_steps is not None and state.history.steps >= config.max_steps:
+        return "max_steps"
+    if config.time_budget_seconds is not None and seconds >= config.time_budget_seconds:
+        return "time_budget"
+    return None
+
+
+def run_epoch(state: TrainState, data: PairData, config: TrainConfig,
+              loss_fn: LossFn) -> dict[str, Any]:
+    """One shuffled pass over the training rows, one Adam step per batch (after the
+    adversary's); it ends early when the step or time budget is spent."""
+    t0 = time.perf_counter()
+    spent_before = state.history.spent_seconds
+    official = config.negatives == "official"
+    state.module.train()
+    perm = data.train_idx[torch.randperm(len(data.train_idx), generator=state.generator)]
+    total, steps, pairs = 0.0, 0, 0
+    for rows in row_chunks(perm, config.batch_size, drop_last=official):
+        if _budget_spent(state, config, spent_before + time.perf_counter() - t0) is not None:
             break
-        t0 = time.perf_counter()
-        module.train()
-        perm = train_idx[torch.randperm(len(train_idx), generator=gen)]
-        total, steps, pairs = 0.0, 0, 0
-        with progress_bar(len(perm), f"epoch {epoch + 1}", unit="pair") as bar:
-            for rows in _batches(perm, config.batch_size, drop_last=official):
-                batch = _make_batch(src_t, tgt_t, s_lang, t_lang, rows, gen, fallback)
-                if adversary is not None:
-                    _adversary_step(adversary, adv_opt, batch)
-                loss, _ = loss_fn(batch)
-                optimizer.zero_grad(set_to_none=True)
-                loss.backward()
-                optimizer.step()
-                total += loss.item()
-                steps += 1
-                pairs += len(rows)
-                bar.update(len(rows))
-        train_seconds = time.perf_counter() - t0
-        val_gen = gen if official else torch.Generator().manual_seed(val_gen_seed)
-        val_loss, val_terms = _evaluate(module, loss_fn, src_t, tgt_t, s_lang, t_lang, val_idx,
-                                        config.batch_size, val_gen, fallback)
-        record = {"epoch": epoch + 1, "train_loss": total / max(steps, 1), "val_loss": val_loss,
-                  "val_terms": val_terms, "train_pairs": pairs, "train_seconds": train_seconds,
-                  "pairs_per_second": pairs / train_seconds if train_seconds else float("nan")}
-        history.epochs.append(record)
-        if val_loss < best_val:
-            best_val, bad, history.best_epoch = val_loss, 0, epoch + 1
-            best_state = {k: v.detach().clone() for k, v in module.state_dict().items()}
-        else:
-            bad += 1
-        logger.info("epoch %d: train %.4f  val %.4f  (%.0f pairs/s)%s", epoch + 1,
-                    record["train_loss"], val_loss, record["pairs_per_second"],
-                    "" if bad else "  *best*")
-        if on_epoch_end is not None:
-            on_epoch_end(record)
-        if checkpoint_dir is not None:
-            state = {
-                "fingerprint": fingerprint, "epoch": epoch + 1, "module": module.state_dict(),
-                "optimizer": optimizer.state_dict(), "generator": gen.get_state(),
-                "best_val": best_val, "best_state": best_state, "bad": bad, "history": history}
-            if adversary is not None:
-                state["adversary"] = adversary.module.state_dict()
-                state["adversary_optimizer"] = adv_opt.state_dict()
-            save_checkpoint(Path(checkpoint_dir), state)
-    history.stopped_early = bad >= config.patience
-    if history.epochs and not history.stopped_early and history.best_epoch == len(history.epochs):
-        logger.warning("training reached max_epochs=%d with the validation loss still falling "
-                       "(best epoch = last): the model is probably under-trained; raise "
-                       "max_epochs (--max-epochs) or lr (--lr), or give it more pairs",
-                       config.max_epochs)
-    history.seconds = sum(e["train_seconds"] for e in history.epochs)
-    if best_state is not None:
-        module.load_state_dict(best_state)
-    module.eval()
-    return history
+        batch = make_batch(data.src, data.tgt, data.s_lang, data.t_lang, rows,
+                           state.generator, "self" if official else "mask")
+        if state.adversary is not None:
+            _adversary_step(state, batch)
+        loss, _ = loss_fn(batch)
+        state.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        state.optimizer.step()
+        total += loss.item()
+        steps += 1
+        pairs += len(rows)
+        state.history.steps += 1
+    seconds = time.perf_counter() - t0
+    return {"train_loss": total / steps if steps else float("nan"), "steps": steps,
+            "train_pairs": pairs, "train_seconds": seconds,
+            "pairs_per_second": pairs / seconds if seconds else float("nan")}
 
 
-def _adversary_step(adversary: Adversary, optimizer: torch.optim.Optimizer, batch: Batch) -> None:
-    adversary.module.train()
-    loss = adversary.loss_fn(batch)
-    optimizer.zero_grad(set_to_none=True)
+def _adversary_step(state: TrainState, batch: Batch) -> None:
+    state.adversary.module.train()
+    loss = state.adversary.loss_fn(batch)
+    state.adversary_optimizer.zero_grad(set_to_none=True)
     loss.backward()
-    optimizer.step()
+    state.adversary_optimizer.step()
 
 
 @torch.no_grad()
-def _evaluate(module, loss_fn, src, tgt, s_lang, t_lang, idx, size, gen, fallback):
-    module.eval()
+def validate(state: TrainState, data: PairData, config: TrainConfig,
+             loss_fn: LossFn) -> tuple[float, dict[str, float], float]:
+    """``(mean loss, mean unweighted terms, seconds)`` on the validation rows. The paper
+    form draws the same negatives every epoch; the official form draws them afresh."""
+    t0 = time.perf_counter()
+    state.module.eval()
+    official = config.negatives == "official"
+    gen = state.generator if official else torch.Generator().manual_seed(config.seed + 2)
     total, terms_sum, count = 0.0, {}, 0
-    for rows in _batches(idx, size, drop_last=False):
-        batch = _make_batch(src, tgt, s_lang, t_lang, rows, gen, fallback)
+    for batch in data.batches(data.val_idx, config.batch_size, gen,
+                              "self" if official else "mask", drop_last=False):
         loss, terms = loss_fn(batch)
-        total += float(loss) * len(rows)
+        rows = len(batch.s)
+        total += float(loss) * rows
         for k, v in terms.items():
-            terms_sum[k] = terms_sum.get(k, 0.0) + float(v) * len(rows)
-        count += len(rows)
-    return total / max(count, 1), {k: v / max(count, 1) for k, v in terms_sum.items()}
+            terms_sum[k] = terms_sum.get(k, 0.0) + float(v) * rows
+        count += rows
+    terms = {k: v / max(count, 1) for k, v in terms_sum.items()}
+    return total / max(count, 1), terms, time.perf_counter() - t0
+
+
+def end_epoch(state: TrainState, stats: dict[str, Any], val_loss: float,
+              val_terms: dict[str, float], val_seconds: float) -> dict[str, Any]:
+    """Append the epoch's record to the history; keep the weights if they are the best."""
+    record = {"epoch": state.epoch + 1, **stats, "val_loss": val_loss, "val_terms": val_terms,
+              "val_seconds": val_seconds}
+    improved = val_loss < state.best_val
+    state.history.epochs.append(record)
+    if improved:
+        state.history.best_epoch = record["epoch"]
+        state.best_state = {k: v.detach().clone() for k, v in state.module.state_dict().items()}
+    return record
+
+
+def save(state: TrainState, directory: Path, fingerprint: dict[str, Any]) -> None:
+    """Checkpoint ``state`` (see :mod:`.checkpoint`)."""
+    save_checkpoint(directory, state.to_checkpoint(fingerprint))
+
+
+def _report(bar: Any, state: TrainState, record: dict[str, Any]) -> None:
+    best = state.history.best_epoch
+    bar.set_postfix(train=f"{record['train_loss']:.4f}", val=f"{record['val_loss']:.4f}",
+                    best=best, refresh=False)
+    bar.update(1)
+    logger.debug("epoch %d: train %.4f  val %.4f  (%.0f pairs/s)%s", record["epoch"],
+                 record["train_loss"], record["val_loss"], record["pairs_per_second"],
+                 "  *best*" if best == record["epoch"] else "")
+
+
+def finish(state: TrainState, reason: StopReason, config: TrainConfig) -> TrainHistory:
+    """Record why the run ended, restore the best weights, log the summary."""
+    history = state.history
+    history.stop_reason = reason
+    history.stopped_early = reason == "early_stopping"
+    history.epochs_since_best = state.bad
+    history.budget_bound = (not history.stopped_early and bool(history.epochs)
+                            and history.best_epoch == len(history.epochs))
+    history.seconds = sum(e["train_seconds"] for e in history.epochs)
+    if state.best_state is not None:
+        state.module.load_state_dict(state.best_state)
+    state.module.eval()
+    _log_end(history, config)
+    return history
+
+
+def _log_end(history: TrainHistory, config: TrainConfig) -> None:
+    budget = {"max_epochs": f"max_epochs={config.max_epochs}",
+              "max_steps": f"max_steps={config.max_steps}",
+              "time_budget": f"time_budget_seconds={config.time_budget_seconds}",
+              "safety_ceiling": f"the safety ceiling of {SAFETY_MAX_EPOCHS} epochs"}
+    best = history.epochs[history.best_epoch - 1]["val_loss"] if history.best_epoch else None
+    logger.info("trained %d epochs (%d steps, %.1fs): best epoch %d (val %s); ended by %s",
+                len(history.epochs), history.steps, history.seconds, history.best_epoch,
+                "n/a" if best is None else f"{best:.4f}",
+                "early stopping" if history.stopped_early else budget[history.stop_reason])
+    if history.budget_bound:
+        logger.warning("training ended at %s with the validation loss still falling (best "
+                       "epoch = last): the model is probably under-trained; raise the budget "
+                       "(or leave max_epochs unset to train until early stopping), raise lr, "
+                       "or give it more pairs", budget[history.stop_reason])
+    elif history.stop_reason == "safety_ceiling":
+        logger.warning("training hit %s without early stopping; set max_epochs to choose "
+                       "the budget yourself", budget["safety_ceiling"])

@@ -1,0 +1,101 @@
+"""``center="language"``: trained recipes on per-language-centred inputs."""
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from disembed.exceptions import CheckpointError, ConfigError
+from disembed.methods import load_disentangler, make_method
+
+QUICK = {"max_epochs": 2, "batch_size": 64}
+
+
+def language_means(toy_pairs):
+    src, tgt, src_lang = toy_pairs
+    X = np.concatenate([src, tgt])
+    langs = np.concatenate([src_lang, np.full(len(tgt), "en", dtype=object)])
+    return {lang: X[langs == lang].mean(axis=0) for lang in ("de", "en", "zh")}
+
+
+@pytest.fixture
+def centred_seed(toy_pairs):
+    src, tgt, src_lang = toy_pairs
+    return make_method("seed-centered", **QUICK).fit(src, tgt, src_lang, "en")
+
+
+def head_parts(model, X):
+    with torch.no_grad():
+        m, lang = model.head_(torch.from_numpy(np.ascontiguousarray(X, np.float32)))
+    return m.numpy(), lang.numpy()
+
+
+def test_means_are_mean_centering_s_and_the_head_sees_centred_inputs(centred_seed, toy_pairs):
+    means = language_means(toy_pairs)
+    np.testing.assert_allclose(centred_seed.centering_.means_,
+                               np.stack([means[k] for k in ("de", "en", "zh")]), atol=1e-5)
+    X = toy_pairs[0][:8]
+    m, lang = head_parts(centred_seed, X - centred_seed.centering_.means_[0])  # "de" is first
+    np.testing.assert_allclose(centred_seed.meaning(X, "de"), m, atol=1e-6)
+    np.testing.assert_allclose(centred_seed.language(X, "de"), lang + means["de"], atol=1e-5)
+
+
+def test_seed_meaning_plus_language_is_the_input(centred_seed, toy_pairs):
+    X = toy_pairs[0][:50]
+    views = centred_seed.views(X, "zh")
+    np.testing.assert_allclose(views["meaning"] + views["language"], X, atol=1e-5)
+
+
+def test_centering_changes_what_is_learned(centred_seed, toy_pairs):
+    src, tgt, src_lang = toy_pairs
+    plain = make_method("seed", **QUICK).fit(src, tgt, src_lang, "en")
+    assert not np.allclose(plain.meaning(src[:5], "de"), centred_seed.meaning(src[:5], "de"))
+
+
+@pytest.mark.parametrize("name", ["seed-centered", "dream-centered", "oracle+meat-centered"])
+def test_centred_models_save_and_load(name, toy_pairs, tmp_path):
+    src, tgt, src_lang = toy_pairs
+    model = make_method(name, **QUICK).fit(src, tgt, src_lang, "en")
+    model.save(tmp_path / "m")
+    loaded = load_disentangler(tmp_path / "m")
+    assert loaded.center == "language" and loaded.name == name
+    for lang in ("de", "zh", "en"):
+        a, b = model.views(src[:9], lang), loaded.views(src[:9], lang)
+        np.testing.assert_array_equal(a["meaning"], b["meaning"])
+        np.testing.assert_array_equal(a["language"], b["language"])
+
+
+def test_unseen_language_follows_unknown_language(toy_pairs):
+    src, tgt, src_lang = toy_pairs
+    X = src[:6] + 5.0
+    strict = make_method("seed-centered", unknown_language="error", **QUICK).fit(
+        src, tgt, src_lang, "en")
+    with pytest.raises(ConfigError, match="no mean for language 'fr'"):
+        strict.meaning(X, "fr")
+    batch = make_method("seed-centered", **QUICK).fit(src, tgt, src_lang, "en")
+    np.testing.assert_allclose(batch.meaning(X, "fr"), head_parts(batch, X - X.mean(0))[0],
+                               atol=1e-5)
+    glob = make_method("seed-centered", unknown_language="global", **QUICK).fit(
+        src, tgt, src_lang, "en")
+    mu = glob.centering_.means_.mean(axis=0)
+    np.testing.assert_allclose(glob.meaning(X, "fr"), head_parts(glob, X - mu)[0], atol=1e-5)
+    np.testing.assert_allclose(glob.language(X, "fr"), head_parts(glob, X - mu)[1] + mu,
+                               atol=1e-5)
+
+
+def test_bad_center_settings_are_clear_errors():
+    with pytest.raises(ConfigError, match="center must be one of"):
+        make_method("seed", center="mean")
+    with pytest.raises(ConfigError, match="unknown_language must be"):
+        make_method("seed", center="language", unknown_language="drop")
+
+
+def test_config_and_weights_must_agree_on_centering(centred_seed, tmp_path):
+    path = centred_seed.save(tmp_path / "m")
+    config = json.loads((path / "config.json").read_text())
+    config["params"]["center"] = "none"
+    config["method"] = "seed"
+    (path / "config.json").write_text(json.dumps(config))
+    with pytest.raises(CheckpointError, match="centering.means"):
+        load_disentangler(path)

@@ -70,18 +70,23 @@ class CachedEncoder:
         t0 = time.perf_counter()
         texts = check_texts(texts, self.name)
         self.stats.requested += len(texts)
-        todo = self.store.missing(texts)
         spent = self.stats.encode_seconds
-        if todo:
-            self._encode_missing(todo, batch_size)
+        self.fill(texts, batch_size=batch_size)
         out = self.store.get(texts)
         self.stats.lookup_seconds += time.perf_counter() - t0 - (self.stats.encode_seconds - spent)
         return out
 
-    def _encode_missing(self, todo: list[str], batch_size: int) -> None:
+    def fill(self, texts: Sequence[str], *, batch_size: int = 64, desc: str | None = None
+             ) -> int:
+        """Encode and store every distinct text of ``texts`` not cached yet, in chunks of
+        ``chunk_size`` (each stored before the next starts, so an interrupted fill resumes);
+        one progress bar with rate and ETA. Returns how many were encoded."""
+        todo = self.store.missing(texts)
+        if not todo:
+            return 0
         logger.info("%s: encoding %d new sentences (%d cached)", self.name, len(todo),
                     len(self.store))
-        with progress_bar(len(todo), f"encode {self.name}", unit="sent") as bar:
+        with progress_bar(len(todo), desc or f"encode {self.name}", unit="sent") as bar:
             for start in range(0, len(todo), self.chunk_size):
                 chunk = todo[start : start + self.chunk_size]
                 t0 = time.perf_counter()
@@ -90,6 +95,7 @@ class CachedEncoder:
                 self.stats.encoded += len(chunk)
                 self.store.put(chunk, vectors)
                 bar.update(len(chunk))
+        return len(todo)
 
     def encode_to_file(self, texts: Sequence[str], path: str | os.PathLike,
                        *, batch_size: int = 64, block: int = 65536) -> np.memmap:

@@ -28,6 +28,16 @@ logger = logging.getLogger(__name__)
 LANGUAGE_SETS = {"tatoeba-14": TATOEBA_14, "tatoeba-36": TATOEBA_36}
 
 
+def _one_language(code: str) -> str:
+    """A single language code given where a set name was expected (``"de"``)."""
+    try:
+        return normalize_language(code)
+    except ConfigError:
+        raise ConfigError(
+            f"Tatoeba languages={code!r} is neither a known set nor a language code; use "
+            "'tatoeba-14', 'tatoeba-36', 'all' or language codes such as 'de,zh'") from None
+
+
 class TatoebaTask(Task):
     """Tatoeba retrieval over a set of languages.
 
@@ -62,10 +72,7 @@ class TatoebaTask(Task):
                  seed: int = 0, data_dir: str | None = None) -> None:
         super().__init__(max_items=max_items, seed=seed, data_dir=data_dir)
         if isinstance(languages, str) and languages not in (*LANGUAGE_SETS, "all"):
-            raise ConfigError(
-                f"Tatoeba languages={languages!r} is not a known set; use 'tatoeba-14', "
-                "'tatoeba-36', 'all' or a list of language codes such as ['de', 'zh']"
-            )
+            languages = [_one_language(languages)]
         self.languages = languages if isinstance(languages, str) else [
             normalize_language(x) for x in languages]
         self.supported = None if supported is None else sorted(

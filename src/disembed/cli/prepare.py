@@ -1,0 +1,57 @@
+"""``disembed prepare``: encode a whole training pool and the evaluation sets into the
+cache ahead of training, in resumable steps (evaluation sets, held-out pairs, then the pool
+in growing prefixes). Interrupt it at any time and run it again to continue; ``bench``,
+``train``, ``tune`` and ``scale`` then encode nothing. Runs well in the background::
+
+    nohup disembed prepare --pairs-per-language all > prepare.log 2>&1 &
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from ..evaluation import DEFAULT_TASKS
+from ..experiment import DEFAULT_TRAIN_LANGUAGES
+from ..experiment.prepare import PrepareConfig, prepare, render_prepared
+from .common import (
+    add_common,
+    add_eval_options,
+    csv_list,
+    eval_options_from_args,
+    pairs_or_all,
+    positive_int,
+)
+
+
+def add_parser(verbs) -> None:
+    p = verbs.add_parser("prepare", help="encode a training pool and the evaluation sets "
+                         "ahead (resumable)", description=__doc__,
+                         formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--encoders", type=csv_list, default=["e5-small"])
+    p.add_argument("--languages", type=csv_list, default=list(DEFAULT_TRAIN_LANGUAGES))
+    p.add_argument("--pairs-per-language", type=pairs_or_all, default=None,
+                   help="the largest training size to encode, or 'all' (default: all)")
+    p.add_argument("--tiers", type=lambda s: [positive_int(x) for x in csv_list(s)],
+                   default=[500, 2000, 5000],
+                   help="smaller sizes encoded first, so they are usable early "
+                        "(default: 500,2000,5000)")
+    p.add_argument("--holdout", type=int, default=0, metavar="N",
+                   help="held-out validation pairs per language (as for 'disembed tune')")
+    p.add_argument("--tasks", type=csv_list, default=list(DEFAULT_TASKS),
+                   help="evaluation sets to encode (and keep out of the pool)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--batch-size", type=positive_int, default=64)
+    add_eval_options(p, max_items_default=None)
+    add_common(p)
+    p.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    config = PrepareConfig(
+        encoders=args.encoders, languages=args.languages,
+        pairs_per_language=args.pairs_per_language, tiers=args.tiers,
+        holdout_per_language=args.holdout, tasks=args.tasks,
+        evaluation=eval_options_from_args(args), seed=args.seed, batch_size=args.batch_size,
+        data_dir=args.data_dir, cache_dir=args.cache_dir)
+    print(render_prepared(prepare(config)))  # noqa: T201
+    return 0

@@ -8,6 +8,7 @@ Finished runs are reused and interrupted training resumes; ``--force`` redoes th
 from __future__ import annotations
 
 import argparse
+import json
 
 from ..evaluation import DEFAULT_TASKS
 from ..experiment import (
@@ -47,12 +48,37 @@ def add_parser(verbs) -> None:
     p.add_argument("--max-epochs", type=int, default=None, help="for trained methods")
     p.add_argument("--lr", type=float, default=None,
                    help="learning rate for trained methods (default: each recipe's)")
+    p.add_argument("--params", type=read_params, default={}, metavar="FILE",
+                   help="JSON {method: {param: value}}, e.g. the tuned.json of 'disembed tune'")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--no-floor", action="store_true", help="skip the hash-encoder floor row")
     p.add_argument("--out", default="runs/bench", help="output directory")
     p.add_argument("--force", action="store_true", help="redo finished runs")
     add_common(p)
     p.set_defaults(handler=run)
+
+
+def read_params(path: str) -> dict[str, dict]:
+    """``{method: {param: value}}`` from a JSON file (``tuned.json``)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except OSError as exc:
+        raise argparse.ArgumentTypeError(f"cannot read {path}: {exc.strerror}") from None
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"{path} is not valid JSON: {exc}") from None
+    if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
+        raise argparse.ArgumentTypeError(f"{path}: expected {{method: {{param: value}}}}, as "
+                                         "written by 'disembed tune'")
+    return data
+
+
+def merge_params(from_file: dict, overrides: dict, methods: list[str]) -> dict[str, dict]:
+    """The file's settings for the bench's methods, command-line overrides on top."""
+    out = {m: dict(from_file[m]) for m in methods if m in from_file}
+    for method, params in overrides.items():
+        out.setdefault(method, {}).update(params)
+    return out
 
 
 def run(args: argparse.Namespace) -> int:
@@ -63,7 +89,9 @@ def run(args: argparse.Namespace) -> int:
         pairs_per_language=args.pairs_per_language, tasks=args.tasks,
         tatoeba_languages=args.tatoeba_languages, max_eval_items=args.max_eval_items,
         seed=args.seed,
-        method_params=shared_overrides(methods, {"max_epochs": args.max_epochs, "lr": args.lr}),
+        method_params=merge_params(
+            args.params, shared_overrides(methods, {"max_epochs": args.max_epochs,
+                                                    "lr": args.lr}), methods),
         floor=not args.no_floor, out_dir=args.out, data_dir=args.data_dir,
         cache_dir=args.cache_dir, force=args.force)
     print(render_bench(run_bench(config)))  # noqa: T201

@@ -1,0 +1,47 @@
+"""``disembed tune``: choose each method's hyperparameters on held-out training pairs.
+
+Every candidate of each method's grid (learning rates of trained recipes, ranks of lir /
+lsar) is trained on the pool with ``--holdout`` pairs per language set aside and scored on
+those pairs by pooled retrieval; no evaluation set is looked at. Writes
+``<out>/tune.md`` (every candidate), ``tune.json`` and ``tuned.json``, which
+``disembed bench --params <out>/tuned.json`` applies.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from ..experiment import DEFAULT_PAIRS_PER_LANGUAGE, DEFAULT_TRAIN_LANGUAGES
+from ..experiment.tune import DEFAULT_TUNE_METHODS, GRIDS, TuneConfig, tune
+from ..reports.tune_report import render_tune
+from .common import add_common, csv_list, pairs_or_all
+
+
+def add_parser(verbs) -> None:
+    p = verbs.add_parser("tune", help="choose hyperparameters on held-out training pairs",
+                         description=__doc__)
+    p.add_argument("--encoder", default="e5-small")
+    p.add_argument("--methods", type=csv_list, default=list(DEFAULT_TUNE_METHODS))
+    p.add_argument("--languages", type=csv_list, default=list(DEFAULT_TRAIN_LANGUAGES))
+    p.add_argument("--pairs-per-language", type=pairs_or_all, default=DEFAULT_PAIRS_PER_LANGUAGE,
+                   help="the training size the choice is for (default "
+                        f"{DEFAULT_PAIRS_PER_LANGUAGE})")
+    p.add_argument("--holdout", type=int, default=300, metavar="N",
+                   help="held-out validation pairs per language (default 300)")
+    p.add_argument("--grid", type=json.loads, default={}, metavar="JSON",
+                   help='override grids, e.g. \'{"seed": {"lr": [0.001, 0.003]}}\'; default: '
+                        + "; ".join(f"{m}: {g}" for m, g in GRIDS.items()))
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", default="runs/tune")
+    add_common(p)
+    p.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    config = TuneConfig(encoder=args.encoder, methods=args.methods, languages=args.languages,
+                        pairs_per_language=args.pairs_per_language,
+                        holdout_per_language=args.holdout, grids=args.grid, seed=args.seed,
+                        out_dir=args.out, data_dir=args.data_dir, cache_dir=args.cache_dir)
+    print(render_tune(tune(config)))  # noqa: T201
+    return 0

@@ -1,0 +1,167 @@
+"""Hyperparameters chosen on held-out training pairs, never on a test set.
+
+Each method's grid (learning rates for trained recipes, the rank of ``lir`` / ``lsar``, ...)
+is fitted on the training pool with ``holdout_per_language`` pairs of every language set
+aside, and each candidate is scored on those held-out pairs by pooled retrieval
+(:func:`~disembed.evaluation.metrics.pooled_retrieval_accuracy`: every sentence must find
+its translation among all held-out sentences of all languages). The number of epochs is
+chosen by early stopping on the trainer's own validation split. The choice per method is
+written to ``tuned.json`` (``{method: params}``), which ``disembed bench --params`` reads.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..analysis.geometry import views_by_language
+from ..data.parallel import ParallelPairs
+from ..encoders import DEFAULT_ENCODER, Encoder
+from ..evaluation import DEFAULT_TASKS
+from ..evaluation.metrics import pooled_retrieval_accuracy, retrieval_accuracy
+from ..exceptions import ConfigError
+from ..methods import Disentangler, method_class
+from ..provenance import environment
+from ..reports.tune_report import render_tune
+from ..results import ExperimentResult, RunResult
+from ..util.files import atomic_write_text
+from ..util.jsonsafe import dumps_json
+from ..util.text import slug
+from .run import RunHooks, RunOutputs, run
+from .spec import (
+    DEFAULT_PAIRS_PER_LANGUAGE,
+    DEFAULT_TRAIN_LANGUAGES,
+    RunSpec,
+    TrainingData,
+    Workspace,
+)
+from .steps import load_training_set, open_encoder
+
+logger = logging.getLogger(__name__)
+
+LEARNING_RATES = [1e-4, 3e-4, 1e-3, 3e-3]
+#: What ``tune`` tries per method by default; a method not listed has nothing to tune.
+GRIDS: dict[str, dict[str, list]] = {
+    "seed": {"lr": LEARNING_RATES},
+    "seed-centered": {"lr": LEARNING_RATES},
+    "inter": {"lr": LEARNING_RATES},
+    "dream": {"lr": LEARNING_RATES},
+    "oracle+meat": {"lr": LEARNING_RATES, "oracle_variant": ["official-new"]},
+    "lir": {"rank": [1, 2, 4, 8]},
+    "lsar": {"rank": [1, 2, 4, 8, None]},
+}
+DEFAULT_TUNE_METHODS = ("baseline", "mean-centering", "seed", "seed-centered", "inter",
+                        "lir", "lsar", "leace")
+CRITERION = "pooled_retrieval"
+
+
+@dataclass
+class TuneConfig:
+    """What ``tune`` fits and where it holds pairs out; ``grids`` overrides :data:`GRIDS`."""
+
+    encoder: str = DEFAULT_ENCODER
+    methods: list[str] = field(default_factory=lambda: list(DEFAULT_TUNE_METHODS))
+    languages: list[str] = field(default_factory=lambda: list(DEFAULT_TRAIN_LANGUAGES))
+    pairs_per_language: int | None = DEFAULT_PAIRS_PER_LANGUAGE
+    holdout_per_language: int = 300
+    grids: dict[str, dict[str, list]] = field(default_factory=dict)
+    seed: int = 0
+    out_dir: str = "runs/tune"
+    data_dir: str | None = None
+    cache_dir: str | None = None
+
+    def __post_init__(self) -> None:
+        for name in self.methods:
+            accepted = method_class(name).param_names()
+            unknown = sorted(set(self.grid(name)) - set(accepted))
+            if unknown:
+                raise ConfigError(f"the grid for {name} names {unknown}, which it does not take; "
+                                  f"its hyperparameters: {', '.join(accepted)}")
+        if self.holdout_per_language < 20:
+            raise ConfigError(f"holdout_per_language must be >= 20 pairs to score candidates "
+                              f"on; got {self.holdout_per_language}")
+        self.training_data()
+
+    def grid(self, method: str) -> dict[str, list]:
+        return self.grids.get(method, GRIDS.get(method, {}))
+
+    def training_data(self) -> TrainingData:
+        return TrainingData(tuple(self.languages), self.pairs_per_language, seed=self.seed,
+                            holdout_per_language=self.holdout_per_language)
+
+    def candidates(self, method: str) -> list[dict[str, Any]]:
+        grid = self.grid(method)
+        return [dict(zip(grid, values, strict=True))
+                for values in itertools.product(*grid.values())]
+
+
+def validation_scores(model: Disentangler, src: np.ndarray, tgt: np.ndarray,
+                      pairs: ParallelPairs) -> dict[str, Any]:
+    """Pooled retrieval over all held-out pairs, and xx<->en retrieval averaged over
+    languages, on the meaning part of ``src (n, d)`` / ``tgt (n, d)``."""
+    m_src = views_by_language(model, src, pairs.src_lang)["meaning"]
+    m_tgt = views_by_language(model, tgt, pairs.tgt_lang)["meaning"]
+    langs = np.asarray(pairs.src_lang, dtype=object)
+    per_language = {lang: retrieval_accuracy(m_src[langs == lang], m_tgt[langs == lang]).acc_mean
+                    for lang in dict.fromkeys(pairs.src_lang)}
+    return {CRITERION: pooled_retrieval_accuracy(m_src, m_tgt),
+            "bitext_retrieval": float(np.mean(list(per_language.values()))),
+            "per_language": per_language}
+
+
+def tune(config: TuneConfig) -> ExperimentResult:
+    """Fit every candidate and keep the best per method; writes ``tune.json``, ``tune.md``
+    and ``tuned.json`` into ``out_dir``."""
+    t0 = time.perf_counter()
+    workspace = Workspace(data_dir=config.data_dir, cache_dir=config.cache_dir)
+    encoder = open_encoder(RunSpec(encoder=config.encoder), workspace)
+    heldout = load_training_set(config.training_data(), DEFAULT_TASKS, workspace).heldout
+    src, tgt = encoder.encode(heldout.src), encoder.encode(heldout.tgt)
+    hooks = RunHooks(measure=lambda model, enc, scores: {
+        "validation": validation_scores(model, src, tgt, heldout)})
+    out = Path(config.out_dir)
+    runs = [_candidate(config, method, params, encoder, workspace, hooks, out)
+            for method in config.methods for params in config.candidates(method)]
+    chosen = choose(runs)
+    result = ExperimentResult("tune", asdict(config), runs,
+                              extras={"chosen": chosen, "criterion": CRITERION,
+                                      "validation_pairs": len(heldout)},
+                              timings={"total_seconds": time.perf_counter() - t0},
+                              environment=environment())
+    result.to_json(out / "tune.json")
+    atomic_write_text(out / "tune.md", render_tune(result))
+    atomic_write_text(out / "tuned.json", dumps_json(chosen) + "\n")
+    logger.info("tuned settings in %s", out / "tuned.json")
+    return result
+
+
+def _candidate(config: TuneConfig, method: str, params: dict, encoder: Encoder,
+               workspace: Workspace, hooks: RunHooks, out: Path) -> RunResult:
+    data = config.training_data() if method_class(method).needs_data else None
+    label = f"{method} " + " ".join(f"{k}={v}" for k, v in params.items())
+    spec = RunSpec(method=method, params=params, encoder=config.encoder, data=data, tasks=(),
+                   seed=config.seed, label=label.strip())
+    folder = out / slug(method) / (slug("_".join(f"{k}-{v}" for k, v in params.items()))
+                                   or "default")
+    return run(spec, workspace, outputs=RunOutputs(run_dir=folder), encoder=encoder,
+               hooks=hooks)
+
+
+def choose(runs: list[RunResult]) -> dict[str, dict]:
+    """Per method, the parameters of the run with the best validation score (first on ties)."""
+    best: dict[str, RunResult] = {}
+    for r in runs:
+        name = r.spec["method"]
+        score = r.measurements["validation"][CRITERION]
+        if name not in best or score > best[name].measurements["validation"][CRITERION]:
+            best[name] = r
+    return {name: dict(r.spec["params"]) for name, r in best.items()}
+
+
+__all__ = ["CRITERION", "GRIDS", "TuneConfig", "choose", "tune", "validation_scores"]

@@ -1,0 +1,38 @@
+"""``tune.md``: every candidate's validation scores and training length, the choice marked."""
+
+from __future__ import annotations
+
+from ..results import ExperimentResult
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{100 * x:.2f}"
+
+
+def render_tune(result: ExperimentResult) -> str:
+    """The table of candidates per method, best first, the chosen one in bold."""
+    cfg, ex = result.config, result.extras
+    lines = ["# disembed tune", "",
+             f"Encoder `{cfg['encoder']}`; training pairs per language: "
+             f"{cfg['pairs_per_language'] or 'all'}; held-out validation pairs: "
+             f"{ex['validation_pairs']} ({cfg['holdout_per_language']} per language, never "
+             "trained on, disjoint from every evaluation set). Criterion: "
+             f"`{ex['criterion']}` (each held-out sentence must find its translation among "
+             "all held-out sentences of all languages; meaning part). Epochs: early stopping "
+             "on the trainer's own validation split.", "",
+             "| method | settings | pooled retrieval ↑ | xx↔en retrieval ↑ | epochs | stopped by "
+             "| fit (s) |", "|---|---|---:|---:|---:|---|---:|"]
+    runs = sorted(result.runs, key=lambda r: (r.spec["method"],
+                                              -r.measurements["validation"][ex["criterion"]]))
+    for r in runs:
+        method, params = r.spec["method"], r.spec["params"]
+        v = r.measurements["validation"]
+        history = (r.training or {}).get("history") or {}
+        settings = ", ".join(f"{k}={val}" for k, val in params.items()) or "-"
+        if ex["chosen"].get(method) == params:
+            settings = f"**{settings}** (chosen)"
+        lines.append(f"| {method} | {settings} | {_pct(v[ex['criterion']])} | "
+                     f"{_pct(v['bitext_retrieval'])} | {len(history.get('epochs', [])) or '-'} | "
+                     f"{history.get('stop_reason', '-')} | "
+                     f"{r.timings.get('train_seconds', 0):.1f} |")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,79 @@
+"""``tune``: candidates fitted without the held-out pairs, scored on them, the best kept,
+and ``bench --params`` applying the choice."""
+
+import json
+
+import numpy as np
+import pytest
+
+from disembed.cli import main
+from disembed.data.parallel import ParallelPairs
+from disembed.exceptions import ConfigError
+from disembed.experiment.tune import TuneConfig, choose, tune, validation_scores
+from disembed.methods import make_method
+
+
+@pytest.fixture
+def env(full_data_dir, tmp_path, monkeypatch):
+    monkeypatch.setenv("DISEMBED_DATA_DIR", str(full_data_dir))
+    monkeypatch.setenv("DISEMBED_CACHE_DIR", str(tmp_path / "cache"))
+    return tmp_path
+
+
+def test_validation_scores_prefer_a_model_that_removes_the_language_offset():
+    rng = np.random.default_rng(0)
+    meaning = rng.standard_normal((60, 8))
+    langs = ["de"] * 30 + ["zh"] * 30
+    offsets = {"de": 4.0, "zh": -4.0, "en": 0.0}
+    src = meaning + np.array([offsets[x] for x in langs])[:, None]
+    tgt = meaning + 0.3 * rng.standard_normal((60, 8))
+    pairs = ParallelPairs([""] * 60, [""] * 60, langs, ["en"] * 60)
+    raw = validation_scores(make_method("baseline").fit(src, tgt, langs, "en"), src, tgt, pairs)
+    centred = validation_scores(make_method("mean-centering").fit(src, tgt, langs, "en"),
+                                src, tgt, pairs)
+    assert centred["pooled_retrieval"] > raw["pooled_retrieval"] + 0.3
+    assert set(centred["per_language"]) == {"de", "zh"}
+
+
+def test_tune_fits_every_candidate_and_keeps_the_best(env):
+    result = tune(TuneConfig(encoder="hash:16", methods=["baseline", "lir", "seed"],
+                             languages=["de", "zh"], pairs_per_language=20,
+                             holdout_per_language=20,
+                             grids={"seed": {"lr": [1e-3, 3e-3], "max_epochs": [2]}},
+                             out_dir=str(env / "tune")))
+    labels = [r.label for r in result.runs]
+    assert labels == ["baseline", "lir rank=1", "lir rank=2", "lir rank=4", "lir rank=8",
+                      "seed lr=0.001 max_epochs=2", "seed lr=0.003 max_epochs=2"]
+    for r in result.runs:
+        if r.training:  # fitted on the 20 training pairs, the 20 held-out pairs set aside
+            assert r.training["data"]["total_pairs"] == 40
+            assert r.training["data"]["held_out_pairs"] == 40
+    chosen = json.loads((env / "tune" / "tuned.json").read_text())
+    assert chosen == choose(result.runs) and set(chosen) == {"baseline", "lir", "seed"}
+    best = max((r for r in result.runs if r.spec["method"] == "lir"),
+               key=lambda r: r.measurements["validation"]["pooled_retrieval"])
+    assert chosen["lir"] == best.spec["params"]
+    assert "(chosen)" in (env / "tune" / "tune.md").read_text()
+    # a rerun reuses every finished candidate
+    again = tune(TuneConfig(encoder="hash:16", methods=["lir"], languages=["de", "zh"],
+                            pairs_per_language=20, holdout_per_language=20,
+                            out_dir=str(env / "tune")))
+    assert [r.timings for r in again.runs] == [r.timings for r in result.runs[1:5]]
+
+
+def test_bench_params_file_applies_the_choice(env, capsys):
+    tuned = env / "tuned.json"
+    tuned.write_text(json.dumps({"lir": {"rank": 2}, "seed": {"lr": 0.003}}))
+    assert main(["bench", "--encoders", "hash:16", "--languages", "de,zh",
+                 "--pairs-per-language", "20", "--methods", "lir,seed", "--max-epochs", "1",
+                 "--params", str(tuned), "--no-floor", "--tasks", "sts17",
+                 "--out", str(env / "bench"), "-q"]) == 0
+    runs = {r["method"]: r for r in json.loads((env / "bench" / "bench.json").read_text())[
+        "runs"]}
+    assert runs["lir"]["params"]["rank"] == 2
+    assert runs["seed"]["spec"]["params"] == {"lr": 0.003, "max_epochs": 1}
+
+
+def test_tune_rejects_a_grid_the_method_does_not_take():
+    with pytest.raises(ConfigError, match="does not take"):
+        TuneConfig(methods=["lir"], grids={"lir": {"lr": [1e-3]}})

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import asdict, dataclass
-from typing import Literal
+from typing import Literal, Sequence
 
 import numpy as np
 from scipy.stats import rankdata
@@ -271,6 +271,28 @@ def compare_scores(a, b, *, labels: tuple[str, str] = ("A", "B"), view: str = "m
     return Comparison(a.task, view, a.main_subset, a.main_metric, labels[0], labels[1],
                       paired_bootstrap(ia, ib, **options), paired_permutation(ia, ib, **options),
                       higher_is_better=view != "language")
+
+
+def compare_averaged(a: Sequence, b: Sequence, *, view: str = "meaning",
+                     n_resamples: int = 2000, seed: int = 0) -> PairedTest:
+    """Paired bootstrap of two methods on one task, each averaged over its runs (seeds).
+
+    ``a``, ``b``: ``TaskScores`` of the same task on the same items, one per training seed
+    (with ``per_item``). Per-item scores (retrieval credit, cosines) are averaged over the
+    seeds of each method, then resampled over items: the interval reflects the test items,
+    the averaging removes most of the seed noise (the spread over seeds is reported apart).
+    """
+    items_a = [task_items(s, view) for s in a]
+    items_b = [task_items(s, view) for s in b]
+    shapes = {x[0].shape for x in items_a + items_b}
+    if len(shapes) != 1:
+        raise ShapeError(f"{a[0].task} [{view}]: the runs cover different items ({shapes}); "
+                         "evaluate all of them with the same task options")
+    _, strata, statistic = items_a[0]
+    mean_a = np.mean([x[0] for x in items_a], axis=0)
+    mean_b = np.mean([x[0] for x in items_b], axis=0)
+    return paired_bootstrap(mean_a, mean_b, statistic=statistic, strata=strata,
+                            n_resamples=n_resamples, seed=seed)
 
 
 def compare_all(results: dict[str, list], *, views: tuple[str, ...] = ("meaning", "language"),

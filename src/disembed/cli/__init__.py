@@ -10,9 +10,21 @@ from typing import Sequence
 
 from ..exceptions import DisembedError
 from ..version import __version__
-from . import analyse, bench, encode, evaluate, mine, prepare, score, search, train, tune
+from . import (
+    analyse,
+    bench,
+    encode,
+    evaluate,
+    mine,
+    prepare,
+    scale,
+    score,
+    search,
+    train,
+    tune,
+)
 
-VERBS = (encode, prepare, tune, train, evaluate, bench, analyse, mine, score, search)
+VERBS = (encode, prepare, tune, train, evaluate, bench, scale, analyse, mine, score, search)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,216 @@
+"""The data-scaling study: every method at several training sizes, several seeds each.
+
+For each size (pairs per language; ``None`` = the whole pool) and method, trained recipes
+run once per seed, closed-form ones once (they have no seed). The training sets are nested
+prefixes of one seeded order and leave the same held-out slice aside at every size, so
+"all" means "everything but the held-out pairs" and sizes differ only in how much data.
+Every run is saved and reused, so the study can be interrupted, extended with a size or a
+method, and re-rendered without retraining; methods can be split over several processes
+(same ``out_dir``) and a last call with all of them writes the report.
+
+Per size, each method is compared with the reference (mean-centering by default) by a
+paired bootstrap on the seed-averaged per-item scores of each task
+(:func:`~disembed.analysis.significance.compare_averaged`); Tatoeba is also reported on
+the training languages (seen) and the other Tatoeba-36 languages (unseen) apart.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..analysis.significance import compare_averaged
+from ..encoders import DEFAULT_ENCODER
+from ..evaluation import DEFAULT_TASKS, EvalOptions, TaskScores
+from ..exceptions import ConfigError
+from ..methods import method_class
+from ..provenance import environment
+from ..reports.scaling_report import write_scaling
+from ..results import ExperimentResult, RunResult
+from ..util.text import slug
+from .run import RunOutputs, run
+from .spec import DEFAULT_TRAIN_LANGUAGES, RunSpec, TrainingData, Workspace
+from .steps import open_encoder
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_SCALING_METHODS = ("baseline", "mean-centering", "seed", "seed-centered", "inter",
+                           "dream", "meat", "oracle+meat", "lir", "lsar", "leace")
+#: Per-run numbers of the study: (name, task, view, subset or None for the main score, metric)
+METRICS = (("tatoeba", "tatoeba", "meaning", None, None),
+           ("tatoeba_seen", "tatoeba", "meaning", "seen", "acc_mean"),
+           ("tatoeba_unseen", "tatoeba", "meaning", "unseen", "acc_mean"),
+           ("sts17", "sts17", "meaning", None, None),
+           ("sts17_mono", "sts17", "meaning", "avg:monolingual", "spearman"),
+           ("wmt20-qe", "wmt20-qe", "meaning", None, None),
+           ("leakage_tatoeba", "tatoeba", "language", None, None))
+
+
+@dataclass
+class ScalingConfig:
+    """The study's grid; ``params`` holds per-method settings (e.g. ``tune``'s choice)."""
+
+    encoder: str = DEFAULT_ENCODER
+    methods: list[str] = field(default_factory=lambda: list(DEFAULT_SCALING_METHODS))
+    sizes: list[int | None] = field(default_factory=lambda: [500, 2000, 5000, None])
+    seeds: list[int] = field(default_factory=lambda: [0, 1, 2])
+    languages: list[str] = field(default_factory=lambda: list(DEFAULT_TRAIN_LANGUAGES))
+    holdout_per_language: int = 300
+    tasks: list[str] = field(default_factory=lambda: list(DEFAULT_TASKS))
+    max_eval_items: int | None = None
+    tatoeba_languages: str = "tatoeba-36"
+    params: dict[str, dict] = field(default_factory=dict)
+    reference: str = "mean-centering"
+    n_resamples: int = 2000
+    out_dir: str = "runs/scaling"
+    data_dir: str | None = None
+    cache_dir: str | None = None
+
+    def __post_init__(self) -> None:
+        if not self.sizes or not self.seeds:
+            raise ConfigError("the study needs at least one size and one seed")
+        for method in self.methods:
+            method_class(method)
+        self.training_data(self.sizes[0])
+
+    def training_data(self, size: int | None) -> TrainingData:
+        return TrainingData(tuple(self.languages), size,
+                            holdout_per_language=self.holdout_per_language)
+
+    def evaluation(self) -> EvalOptions:
+        return EvalOptions(max_items=self.max_eval_items,
+                           tatoeba_languages=self.tatoeba_languages)
+
+    def points(self) -> list[Point]:
+        """Every (size, method, seed) of the study with its spec and run folder; a method
+        that needs no data has one run, shared by all sizes."""
+        out = []
+        for size in self.sizes:
+            for method in self.methods:
+                cls = method_class(method)
+                seeds = self.seeds if "seed" in cls.param_names() else self.seeds[:1]
+                for seed in seeds:
+                    spec = RunSpec(method=method, params=dict(self.params.get(method, {})),
+                                   encoder=self.encoder,
+                                   data=self.training_data(size) if cls.needs_data else None,
+                                   tasks=tuple(self.tasks), evaluation=self.evaluation(),
+                                   seed=seed, label=method)
+                    where = _size_name(size) if cls.needs_data else "no-training"
+                    out.append(Point(_size_name(size), method, spec,
+                                     Path(self.out_dir) / where / slug(method) / f"seed-{seed}"))
+        return out
+
+
+@dataclass(frozen=True)
+class Point:
+    """One run of the study: its size name, method, spec and folder."""
+
+    size: str
+    method: str
+    spec: RunSpec
+    folder: Path
+
+
+def _size_name(size: int | None) -> str:
+    return "all" if size is None else str(size)
+
+
+def run_scaling(config: ScalingConfig) -> ExperimentResult:
+    """Run (or reuse) every point and write ``scaling.json``, ``scaling.md``, the plots."""
+    t0 = time.perf_counter()
+    workspace = Workspace(data_dir=config.data_dir, cache_dir=config.cache_dir)
+    encoder = open_encoder(RunSpec(encoder=config.encoder), workspace)
+    done: dict[str, RunResult] = {}
+    entries = []
+    for point in config.points():
+        key = point.spec.fingerprint()
+        if key not in done:
+            done[key] = run(point.spec, workspace, outputs=RunOutputs(run_dir=point.folder),
+                            encoder=encoder)
+        entries.append((point, done[key]))
+    result = ExperimentResult("scaling", asdict(config), list(done.values()),
+                              comparisons=compare_to_reference(config, entries),
+                              extras={"points": summarise(config, entries)},
+                              timings={"total_seconds": time.perf_counter() - t0},
+                              environment=environment())
+    write_scaling(result, Path(config.out_dir))
+    return result
+
+
+def run_metrics(result: RunResult, training_languages: set[str]) -> dict[str, float]:
+    """The study's numbers for one run (see :data:`METRICS`); ``nan`` where not evaluated."""
+    by_task = {s.task: s for s in result.scores}
+    out = {}
+    for name, task, view, subset, metric in METRICS:
+        s = by_task.get(task)
+        if s is None or view not in s.views():
+            out[name] = float("nan")
+        elif subset in ("seen", "unseen"):
+            out[name] = _tatoeba_split(s, view, training_languages, subset == "seen")
+        elif subset is None:
+            out[name] = s.main_score(view)
+        else:
+            out[name] = s.get(view, subset, metric)
+    return out
+
+
+def _tatoeba_split(scores: TaskScores, view: str, seen: set[str], want_seen: bool) -> float:
+    values = [r.value for r in scores.rows if r.view == view and r.metric == "acc_mean"
+              and (r.subset in seen) == want_seen]
+    return float(np.mean(values)) if values else float("nan")
+
+
+def summarise(config: ScalingConfig, entries: list[tuple[Point, RunResult]]
+              ) -> list[dict[str, Any]]:
+    """One row per (size, method): each metric's mean, min and max over seeds, and the
+    training size actually used."""
+    rows = []
+    for size in dict.fromkeys(p.size for p, _ in entries):
+        for method in config.methods:
+            group = _group(entries, size, method)
+            if not group:
+                continue
+            values = [run_metrics(r, set(config.languages)) for r in group]
+            row: dict[str, Any] = {"size": size, "method": method, "seeds": len(group),
+                                   "train_pairs": (group[0].training.get("data") or {}).get(
+                                       "total_pairs", 0)}
+            for name in values[0]:
+                v = np.array([x[name] for x in values], dtype=np.float64)
+                row[name] = float(np.mean(v))
+                row[name + "_min"], row[name + "_max"] = float(np.min(v)), float(np.max(v))
+            rows.append(row)
+    return rows
+
+
+def _group(entries: list[tuple[Point, RunResult]], size: str, method: str) -> list[RunResult]:
+    return [r for p, r in entries if p.size == size and p.method == method]
+
+
+def compare_to_reference(config: ScalingConfig, entries: list[tuple[Point, RunResult]]
+                         ) -> list[dict]:
+    """Per size, task and method: the seed-averaged paired bootstrap against the reference."""
+    out = []
+    for size in dict.fromkeys(p.size for p, _ in entries):
+        reference = _group(entries, size, config.reference)
+        for method in config.methods:
+            group = _group(entries, size, method)
+            if method == config.reference or not group or not reference:
+                continue
+            for task in config.tasks:
+                a = [s for r in group for s in r.scores if s.task == task]
+                b = [s for r in reference for s in r.scores if s.task == task]
+                if not (a and b and all(s.per_item for s in a + b)):
+                    continue
+                test = compare_averaged(a, b, n_resamples=config.n_resamples)
+                out.append({"size": size, "task": task, "method": method,
+                            "reference": config.reference, **asdict(test)})
+    return out
+
+
+__all__ = ["DEFAULT_SCALING_METHODS", "METRICS", "Point", "ScalingConfig",
+           "compare_to_reference", "run_metrics", "run_scaling", "summarise"]

@@ -1,0 +1,157 @@
+"""The scaling study's report: ``scaling.md``, ``report.html``, one plot per task."""
+
+from __future__ import annotations
+
+import logging
+import math
+from pathlib import Path
+
+from ..exceptions import MissingDependencyError
+from ..results import ExperimentResult
+from ..util.files import atomic_write_text
+from .html import markdown_page
+from .plots import pyplot, save_png
+
+logger = logging.getLogger(__name__)
+
+#: (metric key, title, higher is better)
+COLUMNS = (("tatoeba", "Tatoeba-14 acc (meaning)", True),
+           ("tatoeba_seen", "Tatoeba, training languages", True),
+           ("tatoeba_unseen", "Tatoeba, other Tatoeba-36 languages", True),
+           ("sts17", "STS17 cross-lingual ρ (meaning)", True),
+           ("sts17_mono", "STS17 monolingual ρ (meaning)", True),
+           ("wmt20-qe", "WMT20 QE r (meaning, avg of 6)", True),
+           ("leakage_tatoeba", "Tatoeba acc of the language part (leakage)", False))
+PLOTTED = (("tatoeba", "Tatoeba-14"), ("sts17", "STS17 cross-lingual"),
+           ("wmt20-qe", "WMT20 QE"))
+ALPHA = 0.05
+
+
+def _num(x: float | None) -> float:
+    """A number read back from JSON (where nan is null) as a float."""
+    return float("nan") if x is None else float(x)
+
+
+def _cell(row: dict, key: str) -> str:
+    mean, low, high = (_num(row.get(k)) for k in (key, key + "_min", key + "_max"))
+    if math.isnan(mean):
+        return "-"
+    if row["seeds"] > 1:
+        return f"{100 * mean:.1f} [{100 * low:.1f}, {100 * high:.1f}]"
+    return f"{100 * mean:.1f}"
+
+
+def _metric_tables(result: ExperimentResult) -> list[str]:
+    rows = result.extras["points"]
+    sizes = list(dict.fromkeys(r["size"] for r in rows))
+    methods = list(dict.fromkeys(r["method"] for r in rows))
+    lines = []
+    for key, title, higher in COLUMNS:
+        if all(math.isnan(_num(r.get(key))) for r in rows):
+            continue
+        lines += [f"### {title} {'↑' if higher else '↓'}", "",
+                  "| method | " + " | ".join(f"{s} pairs/lang" for s in sizes) + " |",
+                  "|---|" + "---:|" * len(sizes)]
+        for method in methods:
+            cells = [next((_cell(r, key) for r in rows if r["method"] == method
+                           and r["size"] == s), "") for s in sizes]
+            lines.append(f"| {method} | " + " | ".join(cells) + " |")
+        lines.append("")
+    return lines
+
+
+def _comparisons(result: ExperimentResult) -> list[str]:
+    if not result.comparisons:
+        return []
+    ref = result.comparisons[0]["reference"]
+    lines = [f"## Each method against {ref}", "",
+             "Difference of the seed-averaged main score, x100, with the 95% paired-bootstrap "
+             "interval over test items and the one-sided p that the better one is not better. "
+             f"**Bold**: the interval excludes 0.", "",
+             "| pairs/lang | task | method | method | " + ref + " | Δ | 95% CI | p |",
+             "|---|---|---|---:|---:|---:|---|---:|"]
+    for c in result.comparisons:
+        sig = c["ci_low"] > 0 or c["ci_high"] < 0
+        delta = f"{100 * c['delta']:+.2f}"
+        lines.append(f"| {c['size']} | {c['task']} | {c['method']} | {100 * c['score_a']:.1f} | "
+                     f"{100 * c['score_b']:.1f} | {f'**{delta}**' if sig else delta} | "
+                     f"[{100 * c['ci_low']:+.2f}, {100 * c['ci_high']:+.2f}] | "
+                     f"{c['p_value']:.3f} |")
+    return lines + [""]
+
+
+def render_scaling(result: ExperimentResult) -> str:
+    cfg, rows = result.config, result.extras["points"]
+    sizes = {r["size"]: r["train_pairs"] for r in rows if r["train_pairs"]}
+    lines = ["# disembed scaling study", "",
+             f"Encoder `{cfg['encoder']}`; training languages {', '.join(cfg['languages'])} "
+             f"(each with English); {cfg['holdout_per_language']} pairs per language held out "
+             "at every size; training sets are nested prefixes of one seeded order. Total "
+             "training pairs per size: "
+             + ", ".join(f"{s}: {n}" for s, n in sizes.items()) + ". Seeds "
+             f"{cfg['seeds']} for trained recipes (cells: mean [min, max] over seeds). "
+             f"Evaluation: {', '.join(cfg['tasks'])}, "
+             f"{'every item' if cfg['max_eval_items'] is None else cfg['max_eval_items']} "
+             f"per subset; Tatoeba over {cfg['tatoeba_languages']}. Scores x100.", ""]
+    for key, title in PLOTTED:
+        name = f"scaling-{key}.png"
+        if result.extras.get("figures", {}).get(key):
+            lines += [f"![{title}]({name})", ""]
+    lines += ["## Scores by training size", "", *_metric_tables(result), *_comparisons(result)]
+    return "\n".join(lines) + "\n"
+
+
+def plot_task(rows: list[dict], key: str, title: str, path: Path) -> Path:
+    """Score vs total training pairs (log x) per method, seed range as error bars, and the
+    language part's Tatoeba accuracy (leakage) beside it."""
+    plt = pyplot("the scaling plots")
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+    for ax, metric, label in ((axes[0], key, f"{title} (meaning) x100"),
+                              (axes[1], "leakage_tatoeba",
+                               "Tatoeba acc of the language part x100 (lower = less leaked)")):
+        for i, method in enumerate(dict.fromkeys(r["method"] for r in rows)):
+            own = sorted((r for r in rows if r["method"] == method and r["train_pairs"]
+                          and not math.isnan(_num(r[metric]))), key=lambda r: r["train_pairs"])
+            flat = [r for r in rows if r["method"] == method and not r["train_pairs"]]
+            if own:
+                x = [r["train_pairs"] for r in own]
+                y = [100 * r[metric] for r in own]
+                err = [[100 * (r[metric] - r[metric + "_min"]) for r in own],
+                       [100 * (r[metric + "_max"] - r[metric]) for r in own]]
+                ax.errorbar(x, y, yerr=err, marker="o", capsize=3, label=method,
+                            color=f"C{i % 10}")
+            elif flat and not math.isnan(_num(flat[0][metric])):
+                ax.axhline(100 * flat[0][metric], linestyle="--", color=f"C{i % 10}",
+                           label=f"{method} (no training)")
+        ax.set_xscale("log")
+        ax.set_xlabel("training pairs (all languages, log scale)")
+        ax.set_ylabel(label, fontsize=9)
+        ax.grid(alpha=0.3)
+    axes[0].legend(fontsize=7, ncol=2)
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    return save_png(fig, path)
+
+
+def write_scaling(result: ExperimentResult, out: Path) -> Path:
+    """``scaling.json``, the plots, ``scaling.md`` and the self-contained ``report.html``."""
+    out.mkdir(parents=True, exist_ok=True)
+    figures = {}
+    try:
+        for key, title in PLOTTED:
+            if any(not math.isnan(_num(r[key])) for r in result.extras["points"]):
+                plot_task(result.extras["points"], key, title, out / f"scaling-{key}.png")
+                figures[key] = f"scaling-{key}.png"
+    except MissingDependencyError as exc:
+        logger.warning("no plots: %s", exc)
+    result.extras["figures"] = figures
+    result.to_json(out / "scaling.json")
+    text = render_scaling(result)
+    atomic_write_text(out / "scaling.md", text)
+    atomic_write_text(out / "report.html", markdown_page(text, title="disembed scaling study",
+                                                         base_dir=out))
+    logger.info("scaling report: %s", out / "report.html")
+    return out / "scaling.md"
+
+
+__all__ = ["plot_task", "render_scaling", "write_scaling"]

@@ -1,0 +1,65 @@
+"""The scaling study on tiny data: nested sizes, seeds for trained recipes only, one run for
+data-free methods, comparisons against the reference, the report and its reuse."""
+
+import json
+
+import pytest
+
+from disembed.cli import main
+from disembed.evaluation.base import ScoreRow
+from disembed.evaluation.results import TaskScores
+from disembed.experiment.scaling import ScalingConfig, _tatoeba_split
+
+
+@pytest.fixture
+def env(full_data_dir, tmp_path, monkeypatch):
+    monkeypatch.setenv("DISEMBED_DATA_DIR", str(full_data_dir))
+    monkeypatch.setenv("DISEMBED_CACHE_DIR", str(tmp_path / "cache"))
+    return tmp_path
+
+
+def test_points_seed_only_trained_recipes_and_share_data_free_runs():
+    config = ScalingConfig(encoder="hash:16", methods=["baseline", "mean-centering", "seed"],
+                           sizes=[20, None], seeds=[0, 1], languages=["de", "zh"],
+                           holdout_per_language=5)
+    points = config.points()
+    assert [(p.size, p.method, p.spec.seed) for p in points] == [
+        ("20", "baseline", 0), ("20", "mean-centering", 0), ("20", "seed", 0), ("20", "seed", 1),
+        ("all", "baseline", 0), ("all", "mean-centering", 0), ("all", "seed", 0),
+        ("all", "seed", 1)]
+    baselines = [p for p in points if p.method == "baseline"]
+    assert baselines[0].folder == baselines[1].folder  # one run serves every size
+    assert baselines[0].spec.fingerprint() == baselines[1].spec.fingerprint()
+
+
+def test_tatoeba_seen_and_unseen_languages_are_split():
+    rows = [ScoreRow("meaning", lang, "acc_mean", v, 10)
+            for lang, v in (("de", 0.9), ("zh", 0.7), ("ja", 0.2))]
+    scores = TaskScores("tatoeba", "acc_mean", "avg:tatoeba-14", rows=rows)
+    assert _tatoeba_split(scores, "meaning", {"de", "zh"}, True) == pytest.approx(0.8)
+    assert _tatoeba_split(scores, "meaning", {"de", "zh"}, False) == pytest.approx(0.2)
+
+
+def test_scale_verb_end_to_end_and_rerun_reuses_every_run(env, capsys):
+    args = ["scale", "--encoder", "hash:16", "--methods", "baseline,mean-centering,seed",
+            "--sizes", "20,all", "--seeds", "0,1", "--languages", "de,zh", "--holdout", "5",
+            "--tasks", "tatoeba,sts17", "--tatoeba-languages", "de,zh,nl",
+            "--n-resamples", "50", "--params", str(env / "p.json"), "--out", str(env / "sc")]
+    (env / "p.json").write_text(json.dumps({"seed": {"max_epochs": 2, "lr": 0.003}}))
+    assert main(args) == 0
+    data = json.loads((env / "sc" / "scaling.json").read_text())
+    points = {(p["size"], p["method"]): p for p in data["extras"]["points"]}
+    assert points[("20", "seed")]["seeds"] == 2 and points[("all", "seed")]["train_pairs"] == 70
+    assert points[("20", "seed")]["train_pairs"] == 40
+    assert points[("20", "seed")]["tatoeba_unseen"] is not None  # nl is not a training language
+    compared = {(c["size"], c["task"], c["method"]) for c in data["comparisons"]}
+    assert ("all", "sts17", "seed") in compared and ("20", "tatoeba", "baseline") in compared
+    assert len(data["runs"]) == 1 + 2 + 4  # baseline once, mean-centering per size, seed x 2 x 2
+    report = (env / "sc" / "scaling.md").read_text()
+    assert "## Each method against mean-centering" in report and "| seed |" in report
+    pytest.importorskip("matplotlib")
+    assert (env / "sc" / "scaling-tatoeba.png").stat().st_size > 1000
+    first = [r["timings"] for r in data["runs"]]
+    assert main(args) == 0
+    again = json.loads((env / "sc" / "scaling.json").read_text())
+    assert [r["timings"] for r in again["runs"]] == first  # nothing refitted

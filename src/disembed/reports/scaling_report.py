@@ -67,7 +67,7 @@ def _comparisons(result: ExperimentResult) -> list[str]:
     lines = [f"## Each method against {ref}", "",
              "Difference of the seed-averaged main score, x100, with the 95% paired-bootstrap "
              "interval over test items and the one-sided p that the better one is not better. "
-             f"**Bold**: the interval excludes 0.", "",
+             "**Bold**: the interval excludes 0.", "",
              "| pairs/lang | task | method | method | " + ref + " | Δ | 95% CI | p |",
              "|---|---|---|---:|---:|---:|---|---:|"]
     for c in result.comparisons:

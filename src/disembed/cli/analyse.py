@@ -49,7 +49,8 @@ def add_parser(verbs) -> None:
     p.add_argument("--truncation-ks", type=lambda s: [positive_int(x) for x in csv_list(s)],
                    default=[16, 64, 128, 256])
     p.add_argument("--n-resamples", type=positive_int, default=2000)
-    p.add_argument("--max-epochs", type=positive_int, default=None)
+    p.add_argument("--max-epochs", type=positive_int, default=None,
+                   help="epoch budget for trained methods (default: until early stopping)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", default="runs/analysis")
     add_common(p)

@@ -22,7 +22,7 @@ from ..experiment import (
     shared_overrides,
 )
 from ..reports.bench_report import render_bench
-from .common import add_common, csv_list, items_or_all, pairs_or_all
+from .common import add_common, csv_list, items_or_all, pairs_or_all, positive_int
 
 
 def add_parser(verbs) -> None:
@@ -45,7 +45,10 @@ def add_parser(verbs) -> None:
                    help="seeded subsample per language/track/pair, or 'all' for the published "
                         f"protocol (default: {DEFAULT_MAX_EVAL_ITEMS}, sized for a ~15 minute "
                         "first run on e5-small)")
-    p.add_argument("--max-epochs", type=int, default=None, help="for trained methods")
+    p.add_argument("--max-epochs", type=positive_int, default=None,
+                   help="epoch budget for trained methods (default: until early stopping)")
+    p.add_argument("--time-budget", type=float, default=None, metavar="SECONDS",
+                   help="training time budget per trained method (default: none)")
     p.add_argument("--lr", type=float, default=None,
                    help="learning rate for trained methods (default: each recipe's)")
     p.add_argument("--params", type=read_params, default={}, metavar="FILE",
@@ -91,6 +94,7 @@ def run(args: argparse.Namespace) -> int:
         seed=args.seed,
         method_params=merge_params(
             args.params, shared_overrides(methods, {"max_epochs": args.max_epochs,
+                                                    "time_budget_seconds": args.time_budget,
                                                     "lr": args.lr}), methods),
         floor=not args.no_floor, out_dir=args.out, data_dir=args.data_dir,
         cache_dir=args.cache_dir, force=args.force)

@@ -47,7 +47,11 @@ def add_parser(verbs) -> None:
     hp = p.add_argument_group("training (trained methods)")
     hp.add_argument("--lr", type=float, default=None)
     hp.add_argument("--train-batch-size", type=positive_int, default=None)
-    hp.add_argument("--max-epochs", type=positive_int, default=None)
+    hp.add_argument("--max-epochs", type=positive_int, default=None,
+                    help="epoch budget (default: until early stopping on the validation loss)")
+    hp.add_argument("--max-steps", type=positive_int, default=None, help="step budget")
+    hp.add_argument("--time-budget", type=float, default=None, metavar="SECONDS",
+                    help="training time budget")
     hp.add_argument("--patience", type=positive_int, default=None)
     hp.add_argument("--seed", type=int, default=0)
     hp.add_argument("--negatives", choices=("paper", "official"), default=None)
@@ -79,7 +83,9 @@ def check_out(out: str) -> Path:
 def run_verb(args: argparse.Namespace) -> int:
     out = check_out(args.out)
     params = {k: v for k, v in (("lr", args.lr), ("batch_size", args.train_batch_size),
-                                ("max_epochs", args.max_epochs), ("patience", args.patience),
+                                ("max_epochs", args.max_epochs), ("max_steps", args.max_steps),
+                                ("time_budget_seconds", args.time_budget),
+                                ("patience", args.patience),
                                 ("negatives", args.negatives)) if v is not None}
     spec = RunSpec(method=args.method, params=params, encoder=args.encoder,
                    encoder_options=encoder_options(args), data=training_data(args), tasks=(),
@@ -93,6 +99,8 @@ def run_verb(args: argparse.Namespace) -> int:
     if history:
         epochs = history["epochs"]
         summary.update(epochs=len(epochs), best_epoch=history["best_epoch"],
+                       stop_reason=history.get("stop_reason"),
+                       budget_bound=history.get("budget_bound"),
                        pairs_per_second=round(sum(e["train_pairs"] for e in epochs)
                                               / max(sum(e["train_seconds"] for e in epochs),
                                                     1e-9)))

@@ -8,9 +8,9 @@ import sys
 from typing import Sequence
 
 from ..exceptions import DisembedError
-from . import analyse, bench, data, encode, evaluate, mine, score, search, train
+from . import analyse, bench, data, encode, evaluate, export, mine, score, search, serve, train
 
-VERBS = (encode, train, evaluate, bench, analyse, mine, score, search, data)
+VERBS = (encode, train, evaluate, bench, analyse, mine, score, search, export, serve, data)
 
 
 def build_parser() -> argparse.ArgumentParser:

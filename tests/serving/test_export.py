@@ -29,12 +29,11 @@ def cosines(a, b):
     return (a * b).sum(1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))
 
 
-@pytest.fixture(scope="module")
-def tiny_model_dir(tmp_path_factory):
+def build_tiny_bert(folder):
+    """A random 16-d one-layer BERT, word-level tokenizer over EN + DE, saved to ``folder``."""
     from tokenizers import Tokenizer, models, pre_tokenizers
     from transformers import BertConfig, BertModel, PreTrainedTokenizerFast
 
-    folder = tmp_path_factory.mktemp("tiny-bert")
     words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "passage", ":", *EN, *DE]
     tok = Tokenizer(models.WordLevel(vocab={w: i for i, w in enumerate(words)}, unk_token="[UNK]"))
     tok.pre_tokenizer = pre_tokenizers.Whitespace()
@@ -48,6 +47,11 @@ def tiny_model_dir(tmp_path_factory):
     BertModel(config).save_pretrained(folder)
     fast.save_pretrained(folder)
     return folder
+
+
+@pytest.fixture(scope="module")
+def tiny_model_dir(tmp_path_factory):
+    return build_tiny_bert(tmp_path_factory.mktemp("tiny-bert"))
 
 
 def _pairs(n=160, seed=0):
@@ -142,6 +146,19 @@ def test_export_folder_works_as_an_st_encoder_and_carries_a_card(trained, tmp_pa
     assert "seed" in card and "SentenceTransformer(" in card and "160 pairs" in card
     info = read_export_info(out)
     assert info["method"] == "seed" and info["params"]["max_epochs"] == 2
+
+
+def test_card_shows_the_scores_of_a_result_file(trained, tmp_path):
+    from disembed.evaluation.results import ScoreRow, TaskScores
+
+    root, _ = trained
+    scores = TaskScores("sts17", "spearman", "avg:cross-lingual", averages=[
+        ScoreRow("meaning", "avg:cross-lingual", "spearman", 0.7512, 7),
+        ScoreRow("language", "avg:cross-lingual", "spearman", 0.1049, 7)])
+    (tmp_path / "result.json").write_text(json.dumps({"scores": [scores.to_dict()]}))
+    out = export_model(root / "seed", tmp_path / "scored", scores=tmp_path / "result.json").path
+    card = (out / "README.md").read_text()
+    assert "| sts17 | spearman | avg:cross-lingual | 75.1 | 10.5 |" in card
 
 
 def test_routed_export_card_says_how_to_pass_the_language(trained, tmp_path):

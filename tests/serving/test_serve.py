@@ -197,3 +197,35 @@ def test_load_service_wraps_the_cache_and_checks_the_encoder(tmp_path):
         load_service(tmp_path / "m", "hash:32", use_cache=False)
     bare = load_service(None, "hash:8", use_cache=False)
     assert bare.views == ["meaning", "raw"] and not bare.needs_language
+
+
+def test_cli_serve_builds_the_app_with_its_limits(monkeypatch):
+    import disembed.cli.serve as serve_cli
+    from disembed.cli import main
+
+    started = {}
+    monkeypatch.setattr(serve_cli, "run_server",
+                        lambda app, host, port, level: started.update(app=app, port=port))
+    assert main(["serve", "--encoder", "hash:8", "--no-cache", "--port", "9123",
+                 "--max-inputs", "3"]) == 0
+    app = started["app"]
+    assert started["port"] == 9123 and app.state.limits.max_inputs == 3
+    assert app.state.service.views == ["meaning", "raw"]
+
+
+def test_load_service_rebuilds_an_st_encoder_from_its_identity(tmp_path):
+    pytest.importorskip("sentence_transformers")
+    from test_export import _pairs, build_tiny_bert
+
+    from disembed import load_encoder
+
+    folder = build_tiny_bert(tmp_path / "tiny")  # not tmp_path: its checksum covers subfolders
+
+    enc = load_encoder(f"st:{folder}", pooling="cls", prefix="passage: ")
+    de, en = _pairs(40)
+    model = make_method("mean-centering").fit(enc.encode(de), enc.encode(en), "de", "en")
+    model.save(tmp_path / "m", metadata={"encoder": enc.identity.to_dict()})
+    service = load_service(tmp_path / "m", use_cache=False)
+    assert service.encoder.identity == enc.identity
+    np.testing.assert_allclose(service.encode(["hallo welt"]), enc.encode(["hallo welt"]),
+                               atol=1e-6)

@@ -35,8 +35,8 @@ def spec_for_identity(identity: EncoderIdentity) -> tuple[str, dict]:
         options = {"prefix": identity.prefix, "normalize": identity.normalize}
         if extra.get("max_length"):
             options["max_length"] = int(extra["max_length"])
-        if not (os.path.isfile(os.path.join(identity.model, "modules.json"))):
-            options["pooling"] = identity.pooling
+        if not os.path.isfile(os.path.join(identity.model, "modules.json")):
+            options["pooling"] = identity.pooling  # a saved folder keeps its own pooling
         return f"st:{identity.model}", options
     raise ConfigError(f"no encoder spec is known for backend {identity.backend!r}; pass "
                       "--encoder explicitly")
@@ -56,6 +56,10 @@ def load_service(model_dir: str | os.PathLike | None = None, encoder_spec: str |
     else:
         identity, options = None, dict(encoder_options or {})
     encoder: Encoder = load_encoder(encoder_spec, **options)
+    if (identity is not None and identity.backend == "st"
+            and encoder.identity.to_dict() != identity.to_dict()):
+        # trained with an explicit pooling on a saved folder: rebuild it that way
+        encoder = load_encoder(encoder_spec, **{**options, "pooling": identity.pooling})
     if identity is not None and encoder.identity.to_dict() != identity.to_dict():
         raise ConfigError(f"the model was trained on encoder {identity.to_dict()}, but "
                           f"{encoder_spec} now gives {encoder.identity.to_dict()}; pass the "

@@ -31,6 +31,7 @@ from .experiment.analyse import AnalysisConfig, run_analyses
 from .methods import METHODS, Disentangler, load_disentangler, make_method
 from .mining import MineConfig, mine_embeddings, mine_files, score_tsv, search_files
 from .results import ExperimentResult, RunResult
+from .serving import export_model
 from .training import TrainConfig
 from .version import __version__
 
@@ -39,6 +40,7 @@ logging.getLogger("disembed").addHandler(logging.NullHandler())
 __all__ = [
     "__version__", "AnalysisConfig", "BenchConfig", "DEFAULT_ENCODER", "Disentangler",
     "Encoder", "EncoderIdentity", "EvalOptions", "ExperimentResult", "METHODS", "MineConfig",
+    "export_model",
     "ParallelPairs", "RunResult", "RunSpec", "TrainConfig", "TrainingData", "Workspace",
     "build_training_set", "cached", "compare_scores", "embed_pairs", "evaluate", "fit_method",
     "language_id_probe", "load_disentangler", "load_encoder", "make_method", "mine_embeddings",

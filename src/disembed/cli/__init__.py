@@ -13,18 +13,22 @@ from ..version import __version__
 from . import (
     analyse,
     bench,
+    data,
     encode,
     evaluate,
+    export,
     mine,
     prepare,
     scale,
     score,
     search,
+    serve,
     train,
     tune,
 )
 
-VERBS = (encode, prepare, tune, train, evaluate, bench, scale, analyse, mine, score, search)
+VERBS = (data, prepare, encode, tune, train, evaluate, bench, scale, analyse, mine, score,
+         search, export, serve)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -13,7 +13,8 @@ Qwen3-Embedding-*      lasttoken   ``Instruct: {instruction}\\nQuery:`` on queri
 =====================  ==========  ===========================================
 
 A folder saved by sentence-transformers (with ``modules.json``) is loaded as saved
-unless pooling is given; a plain Hugging Face folder gets Transformer + Pooling (+ Normalize).
+unless pooling is given (its default prompt, if it has one, becomes the prefix unless
+``prefix`` is given); a plain Hugging Face folder gets Transformer + Pooling (+ Normalize).
 """
 
 from __future__ import annotations
@@ -122,6 +123,9 @@ class SentenceTransformerEncoder:
         if is_st_folder and pooling is None:
             self._model = st.SentenceTransformer(model, device=device)
             pooling = self._saved_pooling()
+            saved_prompt = self._default_prompt()
+            if prefix is None and saved_prompt:  # the folder's own default prompt, added once
+                self.prefix = saved_prompt
         else:
             pooling = pooling or "mean"
             Transformer, Pooling, Normalize = _st_modules()
@@ -148,6 +152,15 @@ class SentenceTransformerEncoder:
             extra=(("max_length", str(self._model.max_seq_length)),),
         )
 
+    @property
+    def sentence_transformer(self):
+        """The wrapped ``SentenceTransformer`` (its modules, e.g. for an export)."""
+        return self._model
+
+    def _default_prompt(self) -> str:
+        name = getattr(self._model, "default_prompt_name", None)
+        return (getattr(self._model, "prompts", None) or {}).get(name, "") if name else ""
+
     def _saved_pooling(self) -> str:
         for module in self._model:
             mode = getattr(module, "get_pooling_mode_str", None)  # sentence-transformers < 5
@@ -166,6 +179,7 @@ class SentenceTransformerEncoder:
             texts = [self.prefix + t for t in texts]
         out = self._model.encode(
             texts,
+            prompt="",  # the prefix (a saved default prompt included) is added above, once
             batch_size=batch_size,
             convert_to_numpy=True,
             normalize_embeddings=self.normalize,

@@ -1,0 +1,39 @@
+"""``disembed export --model DIR --out FOLDER``: a trained model as a sentence-transformers model.
+
+The folder holds the model's base encoder (e5-small with its bundled weights, or the
+st: model it was trained on) followed by the meaning part, loads with plain
+``SentenceTransformer(FOLDER)`` and returns the meaning embedding. Recipes whose
+meaning part depends on the language (mean-centering, linear-map) route by language:
+``model.encode(texts, task="de")``. A model card (README.md) describes it.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from ..serving.export import export_model
+from .common import add_common
+
+
+def add_parser(verbs) -> None:
+    p = verbs.add_parser("export", help="export a trained model as a sentence-transformers model",
+                         description=__doc__,
+                         formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--model", required=True, help="a directory written by 'disembed train'")
+    p.add_argument("--out", required=True, help="the folder to create")
+    p.add_argument("--scores", default=None,
+                   help="a result JSON ('disembed evaluate --out') for the model card's scores "
+                        "(default: MODEL/../result.json when it exists)")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing --out folder")
+    add_common(p)
+    p.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    result = export_model(args.model, args.out, scores=args.scores, overwrite=args.overwrite)
+    how = (f'SentenceTransformer("{result.path}").encode(texts, task=LANG) with LANG in '
+           f"{', '.join(result.routes)}" if result.by_language
+           else f'SentenceTransformer("{result.path}").encode(texts)')
+    print(f"{result.method} -> {result.path} ({result.dim}-d meaning part); load it with "  # noqa: T201
+          f"{how}")
+    return 0

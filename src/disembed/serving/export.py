@@ -1,0 +1,132 @@
+"""Export a trained model (base encoder + meaning part) as a sentence-transformers folder.
+
+>>> export_model("models/seed-e5", "exported/seed-e5")            # doctest: +SKIP
+>>> from sentence_transformers import SentenceTransformer          # no disembed needed
+>>> SentenceTransformer("exported/seed-e5").encode(["Guten Morgen!"])   # doctest: +SKIP
+
+The folder is ``SentenceTransformer(folder)``-loadable with only sentence-transformers
+installed, returns the meaning part (not re-normalised: compare with cosine), and
+carries a model card (``README.md``) and ``disembed_export.json`` (method, parameters,
+encoder identity, routes). A language-dependent method (mean-centering, linear-map)
+exports as a ``Router`` over one route per language: pass the language as the task,
+``model.encode(texts, task="de")``. The folder is built beside ``out_dir`` and renamed
+into place, so an interrupted export leaves no half-written model.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+from ..encoders import EncoderIdentity
+from ..exceptions import CheckpointError, ConfigError, require
+from ..methods import Disentangler, load_disentangler
+from ..util.files import atomic_write_text
+from ..util.jsonsafe import dumps_json
+from .meaning_map import MeaningMap, meaning_map
+from .model_card import model_card, read_scores
+from .st_pipeline import base_pipeline, meaning_modules
+
+logger = logging.getLogger(__name__)
+
+EXPORT_INFO = "disembed_export.json"
+
+
+@dataclass
+class ExportResult:
+    """Where the export went and what it holds."""
+
+    path: Path
+    method: str
+    by_language: bool
+    routes: list[str]
+    dim: int
+
+
+def saved_identity(model: Disentangler, where: str) -> EncoderIdentity:
+    """The encoder identity saved with ``model`` (its metadata's ``encoder`` entry)."""
+    saved = getattr(model, "metadata_", {}).get("encoder")
+    if not saved:
+        raise CheckpointError(f"{where} does not record its encoder (metadata 'encoder' is "
+                              "missing); models saved by 'disembed train' or 'bench' do")
+    saved = dict(saved)
+    saved["extra"] = tuple(sorted((str(k), str(v)) for k, v in saved.get("extra", {}).items()))
+    try:
+        return EncoderIdentity(**saved)
+    except TypeError as exc:
+        raise CheckpointError(f"{where}: the saved encoder identity is malformed ({exc})") from None
+
+
+def _prompt_name(prefix: str) -> str:
+    stripped = prefix.strip().rstrip(":").lower()
+    return stripped if stripped in ("passage", "query") else "default"
+
+
+def export_model(model_dir: str | os.PathLike, out_dir: str | os.PathLike, *,
+                 scores: str | os.PathLike | None = None, overwrite: bool = False
+                 ) -> ExportResult:
+    """Write ``out_dir``: the model's base encoder + meaning part as a sentence-transformers model.
+
+    Args:
+        model_dir: a folder written by ``disembed train`` / ``bench`` (config.json +
+            model.safetensors with the encoder identity in its metadata).
+        out_dir: the folder to create.
+        scores: a result JSON (``disembed evaluate --out``, ``bench``'s result.json) whose
+            scores go into the model card; default: ``model_dir/../result.json`` if present.
+        overwrite: replace an existing ``out_dir``.
+    """
+    st = require("sentence_transformers", "st", "disembed export")
+    model_dir, out_dir = Path(model_dir), Path(out_dir)
+    if out_dir.exists() and not overwrite:
+        raise ConfigError(f"{out_dir} already exists; choose another --out or pass --overwrite")
+    model = load_disentangler(model_dir)
+    identity = saved_identity(model, str(model_dir))
+    mmap = meaning_map(model)
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=out_dir.parent))
+    try:
+        base = base_pipeline(identity, work)
+        prompts = {_prompt_name(base.prefix): base.prefix} if base.prefix else {}
+        st_model = st.SentenceTransformer(
+            modules=[*base.modules, *meaning_modules(mmap)], device="cpu", prompts=prompts,
+            default_prompt_name=next(iter(prompts), None))
+        folder = work / "model"
+        st_model.save(str(folder), create_model_card=False)
+        info = _export_info(model, identity, mmap, base.notes + mmap.notes)
+        atomic_write_text(folder / EXPORT_INFO, dumps_json(info) + "\n")
+        card = model_card(info, base.description, read_scores(model_dir, scores))
+        atomic_write_text(folder / "README.md", card)
+        if out_dir.exists():
+            shutil.rmtree(out_dir)
+        os.replace(folder, out_dir)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    logger.info("exported %s (%s) to %s", model.method, model_dir, out_dir)
+    return ExportResult(out_dir, model.method, mmap.by_language, sorted(mmap.routes),
+                        mmap.out_dim)
+
+
+def _export_info(model: Disentangler, identity: EncoderIdentity, mmap: MeaningMap,
+                 notes: list[str]) -> dict[str, Any]:
+    meta: Mapping[str, Any] = getattr(model, "metadata_", {})
+    return {"format": "disembed-sentence-transformers-export/1", "method": model.method,
+            "params": model.get_params(), "encoder": identity.to_dict(),
+            "encoder_spec": meta.get("encoder_spec"), "dim": mmap.out_dim,
+            "by_language": mmap.by_language,
+            "routes": sorted(mmap.routes) if mmap.by_language else [],
+            "languages": list(getattr(model, "languages_", [])),
+            "training": meta.get("training"), "notes": notes}
+
+
+def read_export_info(folder: str | os.PathLike) -> dict[str, Any]:
+    """The ``disembed_export.json`` of an exported folder."""
+    path = Path(folder) / EXPORT_INFO
+    if not path.is_file():
+        raise ConfigError(f"{folder} is not a disembed export ({EXPORT_INFO} is missing)")
+    return json.loads(path.read_text(encoding="utf-8"))

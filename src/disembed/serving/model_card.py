@@ -1,0 +1,129 @@
+"""The model card (README.md) of an exported model: what it is, how it was made, how to load it."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from pathlib import Path
+from typing import Any, Mapping
+
+from ..evaluation.results import TaskScores
+
+logger = logging.getLogger(__name__)
+
+
+def read_scores(model_dir: Path, scores: str | os.PathLike | None) -> list[TaskScores]:
+    """Task scores from ``scores`` (a result JSON), else ``model_dir/../result.json`` if any."""
+    path = Path(scores) if scores else model_dir.parent / "result.json"
+    if not path.is_file():
+        if scores:
+            from ..exceptions import ConfigError
+
+            raise ConfigError(f"--scores {path} does not exist")
+        return []
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return [TaskScores.from_dict(s) for s in data.get("scores", [])]
+    except (ValueError, KeyError, TypeError) as exc:
+        logger.warning("no scores in the model card: %s is not a result file (%s)", path, exc)
+        return []
+
+
+def _scores_table(scores: list[TaskScores]) -> str:
+    if not scores:
+        return ("No scores were recorded with this model. Evaluate it with `disembed evaluate "
+                "--model MODEL_DIR --out result.json`, then export with `--scores result.json`.")
+    lines = ["| task | metric | subset | meaning | language |", "|---|---|---|---|---|"]
+    for s in scores:
+        cells = []
+        for view in ("meaning", "language"):
+            value = s.get(view, s.main_subset, s.main_metric)
+            cells.append("" if value != value else f"{100 * value:.1f}")
+        lines.append(f"| {s.task} | {s.main_metric} | {s.main_subset} | {cells[0]} | {cells[1]} |")
+    return "\n".join(lines) + "\n\n(x100; the language part should score low on these tasks.)"
+
+
+def _training(training: Any) -> str:
+    if not isinstance(training, Mapping):
+        return "Not recorded."
+    parts = []
+    if training.get("source"):
+        parts.append(f"pairs from `{training['source']}`")
+    counts = training.get("counts") or {r.get("language"): r.get("used")
+                                        for r in training.get("languages", [])
+                                        if isinstance(r, Mapping)}
+    if counts:
+        parts.append(", ".join(f"{k}: {v}" for k, v in counts.items()) + " pairs")
+    total = training.get("pairs") or training.get("total_pairs")
+    if total:
+        parts.append(f"{total} pairs in all")
+    if training.get("eval_sets"):
+        parts.append("pairs overlapping " + ", ".join(training["eval_sets"]) + " removed")
+    return "; ".join(parts) or "```json\n" + json.dumps(training, indent=1)[:2000] + "\n```"
+
+
+def _usage(info: Mapping[str, Any]) -> str:
+    if info["by_language"]:
+        lang = next((r for r in info["routes"] if r != "global"), "de")
+        return (f'embeddings = model.encode(["..."], task="{lang}")  # the language of the '
+                f"texts: one of {', '.join(info['routes'])}")
+    return 'embeddings = model.encode(["Guten Morgen!", "Good morning!"])'
+
+
+def model_card(info: Mapping[str, Any], base: str, scores: list[TaskScores]) -> str:
+    """Markdown text of the model card."""
+    enc = info["encoder"]
+    params = "\n".join(f"- `{k}` = `{v}`" for k, v in sorted(info["params"].items())) or "- none"
+    notes = "\n".join(f"- {n}" for n in info["notes"]) or "- none"
+    routed = ("\nThe meaning part depends on the language: it is a `Router` with one route per "
+              "language, so every call must say the language of its texts as the task "
+              "(one language per call).\n" if info["by_language"] else "")
+    return f"""---
+library_name: sentence-transformers
+tags:
+- sentence-transformers
+- sentence-similarity
+- disembed
+---
+
+# {info['method']} meaning embeddings on {base}
+
+The **language-agnostic meaning part** of a multilingual sentence embedding: the encoder
+`{enc['model']}` ({enc['backend']}, {enc['dim']}-d, pooling `{enc['pooling']}`, prefix
+`{enc['prefix']!r}`) followed by the meaning head of the disembed recipe
+**`{info['method']}`**, as one sentence-transformers model. Output: {info['dim']}-d,
+not re-normalised (compare with cosine). Exported by
+[disembed](https://pypi.org/project/disembed/) `disembed export`.
+{routed}
+## Load it (no disembed needed)
+
+```python
+from sentence_transformers import SentenceTransformer
+
+model = SentenceTransformer("PATH/TO/THIS/FOLDER")
+{_usage(info)}
+```
+
+In disembed: `--encoder st:PATH/TO/THIS/FOLDER` (language-independent recipes only).
+
+## Recipe
+
+`{info['method']}` with parameters:
+
+{params}
+
+Training languages: {', '.join(info['languages']) or 'not recorded'}.
+
+## Training data
+
+{_training(info.get('training'))}
+
+## Scores
+
+{_scores_table(scores)}
+
+## Exactness and limits
+
+{notes}
+"""

@@ -1,0 +1,149 @@
+"""Validation of the service's JSON requests (plain Python: no web framework needed).
+
+Every check raises :class:`~disembed.serving.service.ServiceError` with the HTTP status
+to answer: 400 for malformed input (wrong types, empty strings, unknown view), 413 for
+requests over the :class:`Limits`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .service import EmbeddingService, ServiceError
+
+ENCODING_FORMATS = ("float", "base64")
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Request size limits."""
+
+    max_inputs: int = 256  # texts (or pairs) per request
+    max_chars: int = 8192  # characters per text
+    max_total_chars: int = 200_000  # characters per request
+    max_body_bytes: int = 4 << 20
+
+
+@dataclass
+class EmbeddingsRequest:
+    texts: list[str]
+    view: str
+    encoding_format: str
+    languages: list[str]
+
+
+@dataclass
+class PairsRequest:
+    a: list[str]
+    b: list[str]
+    a_languages: list[str]
+    b_languages: list[str]
+    view: str
+
+
+def _texts(value: Any, param: str, limits: Limits, *, allow_single: bool = True) -> list[str]:
+    if allow_single and isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not value:
+        raise ServiceError(f"'{param}' must be a non-empty string or list of strings; got "
+                           f"{type(value).__name__ if value != [] else 'an empty list'}",
+                           param=param)
+    if len(value) > limits.max_inputs:
+        raise ServiceError(f"'{param}' has {len(value)} items; at most {limits.max_inputs} per "
+                           "request (split it into several requests)", 413, param)
+    for i, text in enumerate(value):
+        if not isinstance(text, str):
+            raise ServiceError(f"'{param}[{i}]' is {type(text).__name__}; expected a string "
+                               "(token arrays are not supported)", param=param)
+        if not text.strip():
+            raise ServiceError(f"'{param}[{i}]' is empty or whitespace only", param=param)
+        if len(text) > limits.max_chars:
+            raise ServiceError(f"'{param}[{i}]' has {len(text)} characters; at most "
+                               f"{limits.max_chars}", 413, param)
+    total = sum(map(len, value))
+    if total > limits.max_total_chars:
+        raise ServiceError(f"the request holds {total} characters; at most "
+                           f"{limits.max_total_chars}", 413, param)
+    return value
+
+
+def _view(body: dict, service: EmbeddingService, default: str = "meaning") -> str:
+    view = body.get("model", default)
+    if view not in service.views:
+        raise ServiceError(f"'model' names the view to return; {view!r} is not one of "
+                           f"{service.views}", param="model")
+    return view
+
+
+def _language(value: Any, param: str) -> str | list[str] | None:
+    if value is None or isinstance(value, str) and value:
+        return value
+    if isinstance(value, list) and all(isinstance(v, str) and v for v in value):
+        return value
+    raise ServiceError(f"'{param}' must be a language code such as \"de\" or a list of codes",
+                       param=param)
+
+
+def _object(body: Any) -> dict:
+    if not isinstance(body, dict):
+        raise ServiceError(f"the request body must be a JSON object; got {type(body).__name__}")
+    return body
+
+
+def parse_embeddings(body: Any, service: EmbeddingService, limits: Limits) -> EmbeddingsRequest:
+    """``{"input": str | [str], "model": view, "encoding_format", "language": code | [code]}``."""
+    body = _object(body)
+    if "input" not in body:
+        raise ServiceError("'input' is required: a string or a list of strings", param="input")
+    texts = _texts(body["input"], "input", limits)
+    view = _view(body, service)
+    fmt = body.get("encoding_format") or "float"
+    if fmt not in ENCODING_FORMATS:
+        raise ServiceError(f"'encoding_format' must be one of {ENCODING_FORMATS}; got {fmt!r}",
+                           param="encoding_format")
+    dims = body.get("dimensions")
+    if dims is not None:
+        raise ServiceError("'dimensions' is not supported: the views have fixed sizes",
+                           param="dimensions")
+    langs = service.languages_for(len(texts), _language(body.get("language"), "language"),
+                                  "language")
+    return EmbeddingsRequest(texts, view, fmt, langs)
+
+
+def parse_pairs(body: Any, service: EmbeddingService, limits: Limits, *,
+                names: tuple[str, str] = ("text1", "text2")) -> PairsRequest:
+    """``{"pairs": [[a, b], ...], "languages": [la, lb] | [[la, lb], ...], "model": view}``."""
+    body = _object(body)
+    pairs = body.get("pairs")
+    if not isinstance(pairs, list) or not pairs:
+        raise ServiceError(f"'pairs' must be a non-empty list of [{names[0]}, {names[1]}] pairs",
+                           param="pairs")
+    if len(pairs) > limits.max_inputs:
+        raise ServiceError(f"'pairs' has {len(pairs)} items; at most {limits.max_inputs} per "
+                           "request", 413, "pairs")
+    for i, pair in enumerate(pairs):
+        if not (isinstance(pair, list) and len(pair) == 2):
+            raise ServiceError(f"'pairs[{i}]' must be a list of two strings [{names[0]}, "
+                               f"{names[1]}]", param="pairs")
+    a = _texts([p[0] for p in pairs], "pairs", limits, allow_single=False)
+    b = _texts([p[1] for p in pairs], "pairs", limits, allow_single=False)
+    if sum(map(len, a + b)) > limits.max_total_chars:
+        raise ServiceError(f"the request holds {sum(map(len, a + b))} characters; at most "
+                           f"{limits.max_total_chars}", 413, "pairs")
+    la, lb = _pair_languages(body.get("languages"), len(pairs))
+    return PairsRequest(a, b, service.languages_for(len(a), la, "languages"),
+                        service.languages_for(len(b), lb, "languages"), _view(body, service))
+
+
+def _pair_languages(value: Any, n: int) -> tuple[Any, Any]:
+    if value is None:
+        return None, None
+    if isinstance(value, list) and len(value) == 2 and all(isinstance(v, str) for v in value):
+        return value[0], value[1]
+    if isinstance(value, list) and len(value) == n and all(
+            isinstance(v, list) and len(v) == 2 and all(isinstance(x, str) for x in v)
+            for v in value):
+        return [v[0] for v in value], [v[1] for v in value]
+    raise ServiceError("'languages' must be [lang1, lang2] for every pair, or one such list "
+                       "per pair", param="languages")

@@ -1,0 +1,219 @@
+"""``disembed export`` on a tiny random transformer: the exported folder, loaded by plain
+sentence-transformers in a fresh process that never imports disembed, gives disembed's
+meaning part."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+pytest.importorskip("sentence_transformers")
+
+from disembed import load_encoder  # noqa: E402
+from disembed.exceptions import ConfigError  # noqa: E402
+from disembed.methods import make_method  # noqa: E402
+from disembed.serving import apply_map, export_model, meaning_map, read_export_info  # noqa: E402
+
+EN = ["hello", "world", "cat", "dog", "house", "tree", "red", "big"]
+DE = ["hallo", "welt", "katze", "hund", "haus", "baum", "rot", "gross"]
+
+
+def cosines(a, b):
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    return (a * b).sum(1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))
+
+
+def build_tiny_bert(folder):
+    """A random 16-d one-layer BERT, word-level tokenizer over EN + DE, saved to ``folder``."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import BertConfig, BertModel, PreTrainedTokenizerFast
+
+    words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "passage", ":", *EN, *DE]
+    tok = Tokenizer(models.WordLevel(vocab={w: i for i, w in enumerate(words)}, unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]",
+                                   cls_token="[CLS]", sep_token="[SEP]", mask_token="[MASK]")
+    import torch
+
+    torch.manual_seed(0)
+    config = BertConfig(vocab_size=len(words), hidden_size=16, num_hidden_layers=1,
+                        num_attention_heads=2, intermediate_size=32, max_position_embeddings=64)
+    BertModel(config).save_pretrained(folder)
+    fast.save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def tiny_model_dir(tmp_path_factory):
+    return build_tiny_bert(tmp_path_factory.mktemp("tiny-bert"))
+
+
+def _pairs(n=160, seed=0):
+    rng = np.random.default_rng(seed)
+    idx = [rng.choice(len(EN), size=rng.integers(2, 6)) for _ in range(n)]
+    return ([" ".join(DE[i] for i in row) for row in idx],
+            [" ".join(EN[i] for i in row) for row in idx])
+
+
+@pytest.fixture(scope="module")
+def trained(tiny_model_dir, tmp_path_factory):
+    """Models of four kinds, trained on the tiny encoder's embeddings and saved like `train`."""
+    root = tmp_path_factory.mktemp("models")
+    de, en = _pairs()
+    out = {}
+    recipes = {"seed": ({"max_epochs": 2, "batch_size": 32}, "passage: "),
+               "dream": ({"max_epochs": 2, "batch_size": 32, "hidden": 8}, ""),
+               "mean-centering": ({}, ""),
+               "linear-map": ({"heldout_fraction": 0.0, "ridge": 0.01}, "")}
+    for name, (params, prefix) in recipes.items():
+        enc = load_encoder(f"st:{tiny_model_dir}", pooling="mean", prefix=prefix)
+        X, Y = enc.encode(de), enc.encode(en)
+        model = make_method(name, **params).fit(X, Y, "de", "en")
+        model.save(root / name, metadata={"encoder": enc.identity.to_dict(),
+                                          "encoder_spec": f"st:{tiny_model_dir}",
+                                          "training": {"source": "tiny", "pairs": len(de)}})
+        out[name] = (model, enc)
+    return root, out
+
+
+FRESH = textwrap.dedent("""
+    import json, sys
+    from sentence_transformers import SentenceTransformer
+    jobs, result = json.load(open(sys.argv[1])), {}
+    for job in jobs:
+        model = SentenceTransformer(job["dir"], device="cpu")
+        kwargs = {"task": job["lang"]} if job["lang"] else {}
+        result[job["dir"] + "|" + str(job["lang"])] = model.encode(job["texts"], **kwargs).tolist()
+    assert "disembed" not in sys.modules, "the export needed disembed"
+    json.dump(result, open(sys.argv[2], "w"))
+""")
+
+
+def encode_in_fresh_process(jobs, tmp_path):
+    """Embeddings from a new Python process that never imports disembed."""
+    (tmp_path / "jobs.json").write_text(json.dumps(jobs))
+    (tmp_path / "fresh.py").write_text(FRESH)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    subprocess.run([sys.executable, str(tmp_path / "fresh.py"), str(tmp_path / "jobs.json"),
+                    str(tmp_path / "out.json")], check=True, env=env, cwd=tmp_path, timeout=300)
+    return json.loads((tmp_path / "out.json").read_text())
+
+
+def test_exported_models_give_the_meaning_part_without_disembed(trained, tmp_path):
+    root, models = trained
+    texts = {"de": ["hallo welt", "katze hund haus", "rot baum"],
+             "en": ["hello world", "cat dog house", "red tree big"]}
+    jobs, expected = [], {}
+    for name, (model, enc) in models.items():
+        result = export_model(root / name, tmp_path / f"export-{name}")
+        for lang in ("de", "en"):
+            route = lang if result.by_language else None
+            jobs.append({"dir": str(result.path), "lang": route, "texts": texts[lang]})
+            expected[f"{result.path}|{route}"] = model.meaning(enc.encode(texts[lang]), lang)
+    got = encode_in_fresh_process(jobs, tmp_path)
+    for key, want in expected.items():
+        assert cosines(got[key], want).min() >= 0.9999, key
+        np.testing.assert_allclose(got[key], want, atol=1e-4)
+
+
+def test_meaning_map_reproduces_every_exportable_method_in_numpy(trained):
+    _, models = trained
+    X = np.random.default_rng(1).standard_normal((5, 16)).astype(np.float32)
+    for name, (model, _) in models.items():
+        mmap = meaning_map(model)
+        for lang in ("de", "en"):
+            np.testing.assert_allclose(apply_map(mmap, X, lang), model.meaning(X, lang),
+                                       atol=1e-5, err_msg=name)
+    assert meaning_map(models["dream"][0]).routes[""][0].activation == "relu"  # hidden=8 MLP
+
+
+def test_export_folder_works_as_an_st_encoder_and_carries_a_card(trained, tmp_path):
+    root, models = trained
+    model, enc = models["seed"]
+    out = export_model(root / "seed", tmp_path / "seed-export").path
+    exported = load_encoder(f"st:{out}")
+    assert exported.prefix == "passage: "  # the saved default prompt, applied once
+    texts = ["hallo welt katze", "hello world cat"]
+    want = model.meaning(enc.encode(texts), "de")
+    assert cosines(exported.encode(texts), want).min() >= 0.9999
+    card = (out / "README.md").read_text()
+    assert "seed" in card and "SentenceTransformer(" in card and "160 pairs" in card
+    info = read_export_info(out)
+    assert info["method"] == "seed" and info["params"]["max_epochs"] == 2
+
+
+def test_card_shows_the_scores_of_a_result_file(trained, tmp_path):
+    from disembed.evaluation.results import ScoreRow, TaskScores
+
+    root, _ = trained
+    scores = TaskScores("sts17", "spearman", "avg:cross-lingual", averages=[
+        ScoreRow("meaning", "avg:cross-lingual", "spearman", 0.7512, 7),
+        ScoreRow("language", "avg:cross-lingual", "spearman", 0.1049, 7)])
+    (tmp_path / "result.json").write_text(json.dumps({"scores": [scores.to_dict()]}))
+    out = export_model(root / "seed", tmp_path / "scored", scores=tmp_path / "result.json").path
+    card = (out / "README.md").read_text()
+    assert "| sts17 | spearman | avg:cross-lingual | 75.1 | 10.5 |" in card
+
+
+def test_routed_export_card_says_how_to_pass_the_language(trained, tmp_path):
+    root, _ = trained
+    out = export_model(root / "mean-centering", tmp_path / "mc").path
+    card = (out / "README.md").read_text()
+    assert 'task="de"' in card and "global" in card
+    assert read_export_info(out)["routes"] == ["de", "en", "global"]
+
+
+def test_export_refuses_encoders_without_a_sentence_transformers_form(tmp_path, hash_encoder):
+    X = hash_encoder.encode(["a", "b", "c"])
+    model = make_method("mean-centering").fit(X, X, "de", "en")
+    model.save(tmp_path / "m", metadata={"encoder": hash_encoder.identity.to_dict()})
+    with pytest.raises(ConfigError, match="'hash' encoder.*no sentence-transformers form"):
+        export_model(tmp_path / "m", tmp_path / "out")
+    assert not (tmp_path / "out").exists() and not list(tmp_path.glob(".out.tmp-*"))
+
+
+def test_cli_export_prints_how_to_load(trained, tmp_path, capsys):
+    from disembed.cli import main
+
+    root, _ = trained
+    assert main(["export", "--model", str(root / "linear-map"), "--out",
+                 str(tmp_path / "lm")]) == 0
+    out = capsys.readouterr().out
+    assert 'task=LANG' in out and "de, en" in out and (tmp_path / "lm" / "modules.json").is_file()
+
+
+def test_export_will_not_overwrite_without_being_asked(trained, tmp_path):
+    root, _ = trained
+    (tmp_path / "taken").mkdir()
+    with pytest.raises(ConfigError, match="already exists"):
+        export_model(root / "seed", tmp_path / "taken")
+
+
+@pytest.mark.slow
+def test_real_e5_export_matches_disembed_on_real_sentences(tmp_path):
+    """e5-small (torch backend, float32) + SEED and mean-centering on Tatoeba pairs."""
+    from disembed.data.tatoeba import load_tatoeba
+
+    data = load_tatoeba("de", os.environ.get("DISEMBED_DATA_DIR"))
+    de, en = data.source[:300], data.english[:300]
+    enc = load_encoder("e5-small-torch")
+    X, Y = enc.encode(de), enc.encode(en)
+    probe = {"de": data.source[300:310], "en": data.english[300:310]}
+    jobs, expected = [], {}
+    for name, params in (("seed", {"max_epochs": 5}), ("mean-centering", {})):
+        model = make_method(name, **params).fit(X, Y, "de", "en")
+        model.save(tmp_path / name, metadata={"encoder": enc.identity.to_dict()})
+        result = export_model(tmp_path / name, tmp_path / f"{name}-st")
+        for lang, texts in probe.items():
+            route = lang if result.by_language else None
+            jobs.append({"dir": str(result.path), "lang": route, "texts": texts})
+            expected[f"{result.path}|{route}"] = model.meaning(enc.encode(texts), lang)
+    got = encode_in_fresh_process(jobs, tmp_path)
+    for key, want in expected.items():
+        assert cosines(got[key], want).min() >= 0.9999, key

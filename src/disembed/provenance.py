@@ -5,7 +5,9 @@ from __future__ import annotations
 import datetime as _dt
 import os
 import platform
+import shlex
 import subprocess
+import sys
 from pathlib import Path
 
 import torch
@@ -26,12 +28,33 @@ def git_commit(path: str | os.PathLike | None = None) -> str | None:
         return None
 
 
+_COMMAND: list[str] | None = None
+
+
+def record_command(argv: list[str]) -> None:
+    """Remember the command being run (the CLI records ``disembed VERB ...`` here)."""
+    global _COMMAND
+    _COMMAND = list(argv)
+
+
+def command_line() -> str:
+    """The recorded command, else the one that started this process, shell-quoted."""
+    if _COMMAND is not None:
+        return shlex.join(_COMMAND)
+    argv = list(sys.argv) or ["python"]
+    if os.path.basename(argv[0]) in ("disembed", "__main__.py"):
+        argv[0] = "disembed"
+    return shlex.join(argv)
+
+
 def environment() -> dict:
-    """Package version, git commit, Python/torch versions, CPU count and a UTC timestamp."""
+    """Package version, git commit, the command line, Python/torch versions, CPU count and a
+    UTC timestamp."""
     torch_version, threads = torch.__version__, torch.get_num_threads()
     return {
         "disembed_version": __version__,
         "git_commit": git_commit(),
+        "command": command_line(),
         "python": platform.python_version(),
         "torch": torch_version,
         "torch_threads": threads,

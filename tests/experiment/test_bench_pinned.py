@@ -16,9 +16,10 @@ GOLDEN = Path(__file__).parent / "golden" / "bench_hash_tables.md"
 
 
 def _tables(report: str) -> str:
-    """Every section of results.md except the time table and the provenance lines."""
+    """Every section of results.md but the machine-dependent ones (time, provenance)."""
     sections = re.split(r"\n(?=## )", report)
-    kept = [s for s in sections if s.startswith("## ") and not s.startswith("## Time")]
+    kept = [s for s in sections
+            if s.startswith("## ") and not s.startswith(("## Time", "## Provenance"))]
     return "\n".join(kept).strip() + "\n"
 
 

@@ -9,6 +9,7 @@ import sys
 from typing import Sequence
 
 from ..exceptions import DisembedError
+from ..provenance import record_command
 from ..version import __version__
 from . import (
     analyse,
@@ -51,7 +52,9 @@ def _configure_logging(verbosity: int, quiet: bool) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(argv)
+    record_command(["disembed", *argv])
     _configure_logging(args.verbose, args.quiet)
     if args.no_progress:
         os.environ["DISEMBED_PROGRESS"] = "0"

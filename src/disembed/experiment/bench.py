@@ -20,7 +20,8 @@ from ..evaluation import DEFAULT_TASKS, EvalOptions
 from ..exceptions import ConfigError
 from ..methods import METHODS, method_class
 from ..provenance import environment
-from ..reports.bench_report import render_bench
+from ..reports.bench_report import SUMMARY_PNG, render_bench
+from ..reports.html import markdown_page
 from ..reports.plots import write_summary_plot
 from ..results import ExperimentResult
 from ..util.files import atomic_write_text
@@ -124,10 +125,14 @@ def run_bench(config: BenchConfig) -> ExperimentResult:
 
 
 def write_bench(result: ExperimentResult, out: Path) -> None:
-    """``bench.json`` (the result), ``results.md`` and, with matplotlib, ``summary.png``."""
+    """``bench.json`` (the result), ``summary.png`` (with matplotlib), ``results.md`` and the
+    self-contained ``report.html``."""
     result.to_json(out / "bench.json")
-    atomic_write_text(out / "results.md", render_bench(result))
-    write_summary_plot(result.runs, out / "summary.png")
+    figure = write_summary_plot(result.runs, out / SUMMARY_PNG) is not None
+    text = render_bench(result, figure=figure)
+    atomic_write_text(out / "results.md", text)
+    atomic_write_text(out / "report.html", markdown_page(text, title="disembed bench",
+                                                         base_dir=out))
 
 
 __all__ = ["DEFAULT_METHODS", "BenchConfig", "all_methods", "run_bench", "write_bench"]

@@ -64,7 +64,25 @@ def _map_table(runs) -> str:
                       "|---|---|" + "---:|" * 11] + lines)
 
 
-def render_bench(result: ExperimentResult) -> str:
+SUMMARY_PNG = "summary.png"
+
+
+def _provenance(result: ExperimentResult) -> list[str]:
+    env = result.environment
+    rows = [("command", f"`{env.get('command')}`"), ("disembed", env.get("disembed_version")),
+            ("git commit", env.get("git_commit")), ("python / torch",
+                                                    f"{env.get('python')} / {env.get('torch')}"),
+            ("CPUs / torch threads", f"{env.get('cpu_count')} / {env.get('torch_threads')}"),
+            ("created (UTC)", env.get("created_utc"))]
+    encoders = {r.label.split(" / ")[0]: r.encoder for r in result.runs}
+    rows += [(f"encoder {name}", ", ".join(f"{k}={v}" for k, v in identity.items() if v))
+             for name, identity in encoders.items()]
+    return ["## Provenance", "", "| | |", "|---|---|",
+            *[f"| {k} | {v} |" for k, v in rows]]
+
+
+def render_bench(result: ExperimentResult, *, figure: bool = False) -> str:
+    """The report as markdown; ``figure``: reference ``summary.png`` (same folder)."""
     cfg, env = result.config, result.environment
     flat = [(_label(r), s) for r in result.runs for s in r.scores]
     parts = [
@@ -80,6 +98,7 @@ def render_bench(result: ExperimentResult) -> str:
         "same task; lower means less meaning leaked into it. The hash row is a random "
         "encoder: chance level.",
         "",
+        *([f"![scores of every run]({SUMMARY_PNG})", ""] if figure else []),
         "## Summary",
         "",
         summary_table(flat),
@@ -98,4 +117,5 @@ def render_bench(result: ExperimentResult) -> str:
                   maps]
     for task in dict.fromkeys(s.task for _, s in flat):
         parts += ["", f"## {task}", "", detail_table(flat, task)]
+    parts += ["", *_provenance(result)]
     return "\n".join(parts) + "\n"

@@ -111,11 +111,7 @@ def main() -> None:
     langs = [lang for lang, _ in rows]
     if args.interleaved:
         sub_texts = texts[:: max(1, len(texts) // args.subset)]
-        res_i = interleaved(sub_texts, args.batch_size, args.interleaved)
-        print(json.dumps(res_i, indent=1))  # noqa: T201
-        if args.out:
-            with open(args.out, "w") as f:
-                json.dump(res_i, f, indent=1)
+        report(interleaved(sub_texts, args.batch_size, args.interleaved), args.out)
         return
     res: dict = {"n": len(texts), "languages": sorted(set(langs)), "batch_size": args.batch_size,
                  "threads": torch.get_num_threads(), "rss_start_mib": peak_rss_mib()}
@@ -140,9 +136,14 @@ def main() -> None:
     res["load_all"] = load
     res["subset"] = subset_variants(ours, c_engine, texts[:: max(1, len(texts) // args.subset)],
                                     args.batch_size, set(args.skip.split(",")))
+    report(res, args.out)
+
+
+def report(res: dict, out: str | None) -> None:
+    """Print the result as JSON, and write it to ``out`` when given."""
     print(json.dumps(res, indent=1, ensure_ascii=False))  # noqa: T201
-    if args.out:
-        with open(args.out, "w") as f:
+    if out:
+        with open(out, "w") as f:
             json.dump(res, f, indent=1, ensure_ascii=False)
 
 

@@ -98,7 +98,7 @@ async def level(url: str, clients: int, pool: list[str], args) -> dict:
             "sentences_per_s": round(len(lat) * k / wall, 1)}
 
 
-def main() -> int:
+def parse_args() -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     which = ap.add_mutually_exclusive_group()
     which.add_argument("--model", default=None, help="a trained model directory")
@@ -120,6 +120,11 @@ def main() -> int:
     if args.short:
         args.requests, args.seconds = min(args.requests, 60), min(args.seconds, 8.0)
     args.extra = {"language": args.language} if args.language else {}
+    return args
+
+
+def main() -> int:
+    args = parse_args()
     port = free_port()
     proc = start_server(args, port)
     try:

@@ -27,6 +27,25 @@ def _nbits_weight(blocks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return packed, blocks["d"].astype(np.float32).reshape(-1)
 
 
+def _attention_nodes(helper, p: str, qkv: str, split_shape: str, merge_shape: str,
+                     scale: str) -> list:
+    """Self-attention of one layer: fused QKV -> heads -> softmax(q k^T / sqrt(d) + bias) v
+    -> merged context ``<p>ctx`` (the key padding bias is the graph input ``bias``)."""
+    nodes = [helper.make_node("Split", [qkv], [p + "q", p + "k", p + "v"], axis=-1,
+                              num_outputs=3)]
+    for name, perm in (("q", [0, 2, 1, 3]), ("k", [0, 2, 3, 1]), ("v", [0, 2, 1, 3])):
+        nodes.append(helper.make_node("Reshape", [p + name, split_shape], [p + name + "4"]))
+        nodes.append(helper.make_node("Transpose", [p + name + "4"], [p + name + "t"],
+                                      perm=perm))
+    return nodes + [helper.make_node("MatMul", [p + "qt", p + "kt"], [p + "s0"]),
+                    helper.make_node("Mul", [p + "s0", scale], [p + "s1"]),
+                    helper.make_node("Add", [p + "s1", "bias"], [p + "s2"]),
+                    helper.make_node("Softmax", [p + "s2"], [p + "pr"], axis=-1),
+                    helper.make_node("MatMul", [p + "pr", p + "vt"], [p + "ctx4"]),
+                    helper.make_node("Transpose", [p + "ctx4"], [p + "ctx3"], perm=[0, 2, 1, 3]),
+                    helper.make_node("Reshape", [p + "ctx3", merge_shape], [p + "ctx"])]
+
+
 def build_layers_graph(f: E5File, accuracy_level: int = 4) -> bytes:
     """Serialised ONNX model of the 12 encoder layers (see module docstring)."""
     onnx = require("onnx", "onnx", "The e5-small ONNX Runtime engine")
@@ -65,19 +84,7 @@ def build_layers_graph(f: E5File, accuracy_level: int = 4) -> bytes:
         p = f"l{i}."
         qkv = matmul(x, [p + "q.w", p + "k.w", p + "v.w"],
                      np.concatenate([t[p + "q.b"], t[p + "k.b"], t[p + "v.b"]]), p + "qkv")
-        nodes.append(helper.make_node("Split", [qkv], [p + "q", p + "k", p + "v"], axis=-1,
-                                      num_outputs=3))
-        for name, perm in (("q", [0, 2, 1, 3]), ("k", [0, 2, 3, 1]), ("v", [0, 2, 1, 3])):
-            nodes.append(helper.make_node("Reshape", [p + name, split_shape], [p + name + "4"]))
-            nodes.append(helper.make_node("Transpose", [p + name + "4"], [p + name + "t"],
-                                          perm=perm))
-        nodes += [helper.make_node("MatMul", [p + "qt", p + "kt"], [p + "s0"]),
-                  helper.make_node("Mul", [p + "s0", scale], [p + "s1"]),
-                  helper.make_node("Add", [p + "s1", "bias"], [p + "s2"]),
-                  helper.make_node("Softmax", [p + "s2"], [p + "pr"], axis=-1),
-                  helper.make_node("MatMul", [p + "pr", p + "vt"], [p + "ctx4"]),
-                  helper.make_node("Transpose", [p + "ctx4"], [p + "ctx3"], perm=[0, 2, 1, 3]),
-                  helper.make_node("Reshape", [p + "ctx3", merge_shape], [p + "ctx"])]
+        nodes += _attention_nodes(helper, p, qkv, split_shape, merge_shape, scale)
         ao = matmul(p + "ctx", [p + "ao.w"], t[p + "ao.b"], p + "ao")
         nodes.append(helper.make_node("Add", [x, ao], [p + "r1"]))
         x1 = layernorm(p + "r1", t[p + "aln.w"], t[p + "aln.b"], p + "x1")

@@ -10,6 +10,7 @@ pairs, embed them, fit a method, evaluate a model.
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from pathlib import Path
@@ -18,6 +19,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from ..data.parallel import ParallelPairs, read_parallel_tsv
+from ..data.paths import resolve_data_dir
 from ..data.training_set import TrainingSet, build_training_set
 from ..encoders import Encoder, load_encoder
 from ..encoders.base import supported_languages
@@ -60,8 +62,15 @@ def load_training_set(data: TrainingData, tasks: Sequence[str],
     if data.pairs_file is not None:
         raise ConfigError("a pairs file is read as it is; it has no pool to hold pairs out of")
     keep_out = data.keep_out if data.keep_out is not None else kept_out_sets(tasks)
+    return _built(data, tuple(keep_out), str(resolve_data_dir(workspace.data_dir)))
+
+
+@functools.lru_cache(maxsize=4)
+def _built(data: TrainingData, keep_out: tuple[str, ...], data_dir: str) -> TrainingSet:
+    """One build per process for each (data, kept-out sets, folder): a study's runs share
+    it (reading and filtering the whole pool takes seconds). Callers never modify it."""
     built = build_training_set(data.languages, data.pairs_per_language, eval_sets=keep_out,
-                               data_dir=workspace.data_dir, seed=data.seed,
+                               data_dir=data_dir, seed=data.seed,
                                holdout_per_language=data.holdout_per_language)
     logger.info(built.summary())
     return built

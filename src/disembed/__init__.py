@@ -34,3 +34,6 @@ __all__ = [
 ]
 __all__ += ["AnalysisConfig", "compare_scores", "language_id_probe", "run_analyses"]
 __all__ += ["MineConfig", "mine_embeddings", "mine_files", "score_tsv", "search_files"]
+from .hardware import configure_threads, probe  # noqa: E402
+
+__all__ += ["configure_threads", "probe"]

@@ -8,9 +8,9 @@ import sys
 from typing import Sequence
 
 from ..exceptions import DisembedError
-from . import analyse, bench, encode, evaluate, mine, score, search, train
+from . import analyse, bench, encode, evaluate, info, mine, score, search, train
 
-VERBS = (encode, train, evaluate, bench, analyse, mine, score, search)
+VERBS = (encode, train, evaluate, bench, analyse, mine, score, search, info)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -12,7 +12,8 @@ process, so its peak RSS is its own:
 
 * ``matmul``: the full float32 product ``x @ y.T`` block by block into a reused buffer,
   no selection: the floor of any exact method that reads every product once;
-  ``matmul-bf16`` the same in bfloat16 (run where the probe measures bfloat16 faster).
+  ``matmul-bf16`` the same in bfloat16 (added where the probe measures bfloat16 faster,
+  and then ``exact-fp32`` too).
   ``--floor-fraction f`` times only the first ``f n`` rows of x and scales up.
 * ``exact``: ours (``precision="auto"``: bfloat16 + certified float32 re-scoring where
   the probe says bfloat16 is faster, else float32); ``exact-fp32`` / ``exact-bf16``
@@ -30,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import resource
 import subprocess
@@ -42,7 +44,7 @@ import numpy as np
 PRESETS = {
     "quick": {"n": 20_000, "phases": "matmul,exact,faiss-flat"},
     "100k": {"n": 100_000, "phases": "matmul,exact,faiss-flat"},
-    "1m": {"n": 1_000_000, "phases": "matmul,exact,faiss-ivf,faiss-hnsw",
+    "1m": {"n": 1_000_000, "phases": "matmul,exact,faiss-ivf",
            "floor_fraction": 0.05, "recall_sample": 2000},
 }
 FLOOR_BLOCKS = (4096, 16384)  # rows x cols of the floor's product blocks (256 MB in float32)
@@ -89,9 +91,23 @@ def floor(x, y, dtype_name: str, fraction: float) -> float:
     return (time.perf_counter() - t0) * len(x) / n
 
 
+class _Collect(logging.Handler):
+    """Keeps disembed's log lines of a phase (e.g. how many bfloat16 lists were certified)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(f"{record.name}: {record.getMessage()}")
+
+
 def phase(name: str, x, y, args, workdir: Path) -> dict:
     from disembed.hardware import configure_threads
 
+    log = _Collect()
+    logging.getLogger("disembed").addHandler(log)
+    logging.getLogger("disembed").setLevel(logging.INFO)
     threads = configure_threads().threads
     out: dict = {"phase": name, "threads": threads, "uptime_before": uptime()}
     t0 = time.perf_counter()
@@ -115,7 +131,8 @@ def phase(name: str, x, y, args, workdir: Path) -> dict:
     if lists is not None:
         np.savez(workdir / f"{name}-{len(x)}.npz", *lists)
     out.update(seconds=round(seconds, 2), uptime_after=uptime(),
-               peak_rss_mb=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1))
+               peak_rss_mb=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+               log=log.lines)
     return out
 
 
@@ -201,6 +218,8 @@ def main() -> None:
     ap.add_argument("--recall-sample", type=int, default=None)
     ap.add_argument("--threads", type=int, default=None,
                     help="threads of every phase (default: disembed's choice, made once here)")
+    ap.add_argument("--refresh-probe", action="store_true",
+                    help="measure the hardware probe again (do this on a quiet machine)")
     ap.add_argument("--workdir", default="/tmp/bench_mining")
     ap.add_argument("--out", default=None)
     ap.add_argument("--phase", default=None, help=argparse.SUPPRESS)  # child mode
@@ -219,10 +238,13 @@ def main() -> None:
 
     threads = configure_threads(args.threads)
     os.environ[THREADS_ENV_VAR] = str(threads.threads)  # the same count in every phase
-    caps = probe()
+    os.environ["DISEMBED_PROGRESS"] = "0"
+    caps = probe(refresh=args.refresh_probe)
     phases = (args.phases or preset["phases"]).split(",")
     if caps.bf16_faster and "matmul" in phases and "matmul-bf16" not in phases:
         phases.insert(phases.index("matmul") + 1, "matmul-bf16")
+    if caps.bf16_faster and "exact" in phases and "exact-fp32" not in phases:
+        phases.insert(phases.index("exact") + 1, "exact-fp32")  # before / after bfloat16
     report: dict = {"preset": args.preset, "n": args.n, "dim": args.dim, "k": args.k,
                     "probe": caps.to_dict(), "threads": threads.to_dict(),
                     "uptime_start": uptime(), "phases": []}

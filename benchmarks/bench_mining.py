@@ -10,10 +10,11 @@
 Both directions, k=4, seeded random unit vectors (384-d). Each phase runs in its own
 process, so its peak RSS is its own:
 
-* ``matmul``: the full float32 product ``x @ y.T`` block by block into a reused buffer,
-  no selection: the floor of any exact method that reads every product once;
-  ``matmul-bf16`` the same in bfloat16 (added where the probe measures bfloat16 faster,
-  and then ``exact-fp32`` too).
+* ``matmul``: the full float32 product ``x @ y.T`` in our search's blocks (1024 x 4096)
+  into a reused buffer, no selection: the floor of any exact method that reads every
+  product once; ``matmul-big`` the same in 4096 x 16384 blocks (the floor measured
+  before issue 12); ``matmul-bf16`` in bfloat16 (added where the probe measures
+  bfloat16 faster, and then ``exact-fp32`` too). The floor is the fastest of them.
   ``--floor-fraction f`` times only the first ``f n`` rows of x and scales up.
 * ``exact``: ours (``precision="auto"``: bfloat16 + certified float32 re-scoring where
   the probe says bfloat16 is faster, else float32); ``exact-fp32`` / ``exact-bf16``
@@ -42,12 +43,12 @@ from pathlib import Path
 import numpy as np
 
 PRESETS = {
-    "quick": {"n": 20_000, "phases": "matmul,exact,faiss-flat"},
-    "100k": {"n": 100_000, "phases": "matmul,exact,faiss-flat"},
+    "quick": {"n": 20_000, "phases": "matmul,matmul-big,exact,faiss-flat"},
+    "100k": {"n": 100_000, "phases": "matmul,matmul-big,exact,faiss-flat"},
     "1m": {"n": 1_000_000, "phases": "matmul,exact,faiss-ivf",
            "floor_fraction": 0.05, "recall_sample": 2000},
 }
-FLOOR_BLOCKS = (4096, 16384)  # rows x cols of the floor's product blocks (256 MB in float32)
+BIG_BLOCKS = (4096, 16384)  # the floor's blocks before issue 12 (256 MB in float32)
 
 
 def uptime() -> str:
@@ -73,12 +74,12 @@ def data(workdir: Path, n: int, d: int) -> tuple[np.ndarray, np.ndarray]:
     return np.load(paths[0], mmap_mode="r"), np.load(paths[1], mmap_mode="r")
 
 
-def floor(x, y, dtype_name: str, fraction: float) -> float:
+def floor(x, y, dtype_name: str, fraction: float, blocks: tuple[int, int]) -> float:
     """Seconds of the product of the first ``fraction`` of x with all of y, scaled to all x."""
     import torch
 
     dtype = getattr(torch, dtype_name)
-    rows, cols = FLOOR_BLOCKS
+    rows, cols = blocks
     buf = torch.empty(rows * cols, dtype=dtype)
     n = max(1, int(round(len(x) * fraction)))
     yt = torch.from_numpy(np.array(y, dtype=np.float32)).to(dtype)  # (m, d) in memory, as ours
@@ -89,6 +90,14 @@ def floor(x, y, dtype_name: str, fraction: float) -> float:
             yb = yt[c0 : c0 + cols]
             torch.mm(xb, yb.T, out=buf[: len(xb) * len(yb)].view(len(xb), len(yb)))
     return (time.perf_counter() - t0) * len(x) / n
+
+
+def knn_options(args, precision: str):
+    from disembed.retrieval import KnnOptions
+
+    sizes = {k: v for k, v in (("block_rows", args.block_rows), ("block_cols", args.block_cols))
+             if v}
+    return KnnOptions(precision=precision, **sizes)
 
 
 class _Collect(logging.Handler):
@@ -113,14 +122,16 @@ def phase(name: str, x, y, args, workdir: Path) -> dict:
     t0 = time.perf_counter()
     lists = None
     if name.startswith("matmul"):
-        seconds = floor(x, y, "bfloat16" if name == "matmul-bf16" else "float32",
-                        args.floor_fraction)
-        out["floor_fraction"] = args.floor_fraction
+        ours = knn_options(args, "float32")
+        blocks = BIG_BLOCKS if name.endswith("-big") else (ours.block_rows, ours.block_cols)
+        dtype = "bfloat16" if name.startswith("matmul-bf16") else "float32"
+        seconds = floor(x, y, dtype, args.floor_fraction, blocks)
+        out.update(floor_fraction=args.floor_fraction, blocks=blocks)
     elif name.startswith("exact"):
-        from disembed.retrieval import KnnOptions, knn_both
+        from disembed.retrieval import knn_both
 
         precision = {"exact": "auto", "exact-fp32": "float32", "exact-bf16": "bfloat16"}[name]
-        options = KnnOptions(precision=precision)
+        options = knn_options(args, precision)
         out["precision"] = options.resolved_precision()
         lists = knn_both(x, y, args.k, options)
     else:
@@ -178,8 +189,9 @@ def ratios(secs: dict) -> dict:
         for ours in ("exact", "exact-fp32", "exact-bf16"):
             if ours in secs:
                 out[f"{ours}/floor"] = round(secs[ours] / floors[best], 3)
-                if "matmul" in floors:
-                    out[f"{ours}/matmul-fp32"] = round(secs[ours] / floors["matmul"], 3)
+                fp32 = min((s for p, s in floors.items() if "bf16" not in p), default=None)
+                if fp32:
+                    out[f"{ours}/fp32-floor"] = round(secs[ours] / fp32, 3)
     for other in ("faiss-flat", "faiss-ivf", "faiss-hnsw"):
         if other in secs and "exact" in secs:
             out[f"{other}/exact"] = round(secs[other] / secs["exact"], 3)
@@ -215,6 +227,8 @@ def main() -> None:
     ap.add_argument("--phases", default=None, help="comma list (overrides the preset); "
                     "matmul-bf16 is added where the probe measures bfloat16 faster")
     ap.add_argument("--floor-fraction", type=float, default=None)
+    ap.add_argument("--block-rows", type=int, default=None, help="ours and the floor's blocks")
+    ap.add_argument("--block-cols", type=int, default=None)
     ap.add_argument("--recall-sample", type=int, default=None)
     ap.add_argument("--threads", type=int, default=None,
                     help="threads of every phase (default: disembed's choice, made once here)")
@@ -243,6 +257,8 @@ def main() -> None:
     phases = (args.phases or preset["phases"]).split(",")
     if caps.bf16_faster and "matmul" in phases and "matmul-bf16" not in phases:
         phases.insert(phases.index("matmul") + 1, "matmul-bf16")
+        if "matmul-big" in phases:
+            phases.insert(phases.index("matmul-big") + 1, "matmul-bf16-big")
     if caps.bf16_faster and "exact" in phases and "exact-fp32" not in phases:
         phases.insert(phases.index("exact") + 1, "exact-fp32")  # before / after bfloat16
     report: dict = {"preset": args.preset, "n": args.n, "dim": args.dim, "k": args.k,
@@ -252,6 +268,8 @@ def main() -> None:
         cmd = [sys.executable, __file__, "--preset", args.preset, "--n", str(args.n), "--dim",
                str(args.dim), "--k", str(args.k), "--workdir", str(workdir),
                "--floor-fraction", str(args.floor_fraction), "--phase", name]
+        cmd += [f"--block-{w}={v}" for w, v in (("rows", args.block_rows),
+                                                 ("cols", args.block_cols)) if v]
         run = subprocess.run(cmd, capture_output=True, text=True)
         if run.returncode:
             raise SystemExit(f"phase {name} failed:\n{run.stderr[-3000:]}")

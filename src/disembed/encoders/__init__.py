@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from ..hardware import configure_threads
 from ..registry import Registry
 from .base import Encoder, EncoderIdentity, check_texts
 from .hash_encoder import HashEncoder
@@ -90,6 +91,7 @@ def load_encoder(spec: str = DEFAULT_ENCODER, **options: Any) -> Encoder:
     """Build an encoder from a spec: ``"e5-small"``, ``"st:/models/labse"``, ``"hash:32"``..."""
     if isinstance(spec, str) is False:
         raise TypeError(f"encoder spec must be a string, got {type(spec).__name__}")
+    configure_threads()  # one thread count for the process, before any backend starts its pool
     name, sep, arg = spec.partition(":")
     factory = ENCODERS.get(name)
     return factory(arg if sep else None, **options)

@@ -137,7 +137,7 @@ def phase(name: str, x, y, args, workdir: Path) -> dict:
     else:
         from disembed.retrieval import search_both
 
-        lists = search_both(x, y, args.k, name)
+        lists = search_both(x, y, args.k, name)  # faiss-flat, -ivf, -hnsw
     seconds = seconds if name.startswith("matmul") else time.perf_counter() - t0
     if lists is not None:
         np.savez(workdir / f"{name}-{len(x)}.npz", *lists)

@@ -88,3 +88,10 @@ def test_many_blocks_reach_the_sparse_screen(precision):
     D_xy, I_xy, D_yx, I_yx = knn_both(x, y, 4, options)
     assert_same_neighbours(D_xy, I_xy, *brute_force_knn(x, y, 4))
     assert_same_neighbours(D_yx, I_yx, *brute_force_knn(y, x, 4))
+
+
+@pytest.mark.parametrize("backend", ["exact", "exact-fp32", "exact-bf16"])
+def test_every_exact_backend_is_exact(backend):
+    x, y = unit(150, 12, 10), unit(260, 12, 11)
+    D, I = search(x, y, 5, backend, block_rows=40, block_cols=64)  # noqa: E741
+    assert_same_neighbours(D, I, *brute_force_knn(x, y, 5))

@@ -104,6 +104,6 @@ def test_measure_gives_positive_speeds_quickly():
     caps = probe_module.measure()
     assert caps.fp32_gflops > 0 and caps.bf16_gflops > 0
     assert caps.int8_gops is None or caps.int8_gops > 0
-    assert caps.calibration_seconds < 5
+    assert caps.calibration_seconds < 10  # ~0.3 s; generous for a loaded machine
     assert caps.threads >= 1 and caps.physical_cores >= 1
     json.dumps(caps.to_dict())

@@ -141,7 +141,7 @@ def int8_gops(shape: tuple[int, int, int] = SHAPE, budget_s: float = 0.03) -> fl
             x = torch.randn(m, k)
             with torch.inference_mode():
                 seconds = _time_best(lambda: layer(x), budget_s)
-    except (RuntimeError, ImportError, AssertionError) as exc:
+    except Exception as exc:  # noqa: BLE001 - optional: no quantised engine, or the API moved
         logger.debug("int8 calibration unavailable: %s", exc)
         return None
     return 2 * m * k * n / seconds / 1e9

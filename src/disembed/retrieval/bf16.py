@@ -43,7 +43,7 @@ class RoundingStats:
     norm_bf: np.ndarray
 
     @classmethod
-    def of(cls, a: np.ndarray, block: int = 65536) -> "RoundingStats":
+    def of(cls, a: np.ndarray, block: int = 16384) -> "RoundingStats":
         err, norm, norm_bf = (np.empty(len(a)) for _ in range(3))
         for s in range(0, len(a), block):
             x = torch.from_numpy(np.array(a[s : s + block], dtype=np.float32))

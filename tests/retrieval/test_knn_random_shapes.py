@@ -17,7 +17,7 @@ def matrix(rng, n, d, ties):
     return rng.standard_normal((n, d)).astype(np.float32)
 
 
-@settings(derandomize=True, max_examples=60, deadline=None,
+@settings(derandomize=True, database=None, max_examples=60, deadline=None,
           suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data(), n=st.integers(1, 90), m=st.integers(1, 90), d=st.integers(1, 20),
        block_rows=st.integers(1, 70), block_cols=st.integers(1, 70),

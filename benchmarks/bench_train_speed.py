@@ -20,6 +20,7 @@ import time
 import numpy as np
 import torch
 
+from disembed.hardware import configure_threads, probe
 from disembed.methods import make_method
 
 
@@ -65,6 +66,7 @@ def main() -> None:
         "ratio_to_peak": round(achieved / peak, 3),
         "torch": torch.__version__, "threads": torch.get_num_threads(),
         "cpu": platform.processor() or platform.machine(), "loadavg": os.getloadavg(),
+        "probe": probe().to_dict(), "thread_settings": configure_threads().to_dict(),
     }
     print("| pairs/s | GFLOP/s achieved | fp32 matmul peak GFLOP/s | ratio |")
     print("|---:|---:|---:|---:|")

@@ -1,4 +1,5 @@
 import logging
+import os
 
 import numpy as np
 import pytest
@@ -10,6 +11,13 @@ from disembed.encoders import HashEncoder
 # The test tensors are tiny: extra threads only spin, and on a shared, loaded CPU they
 # made a 2-epoch toy fit take seconds instead of a fraction of one.
 torch.set_num_threads(1)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _private_cache_dir(tmp_path_factory):
+    """Caches (the hardware probe's too) go to a temporary folder unless one is set."""
+    if not os.environ.get("DISEMBED_CACHE_DIR"):
+        os.environ["DISEMBED_CACHE_DIR"] = str(tmp_path_factory.mktemp("disembed-cache"))
 
 
 @pytest.fixture

@@ -161,3 +161,18 @@ def test_bench_max_eval_items_takes_a_count_or_all(env, capsys):
     with pytest.raises(SystemExit):
         parse(["bench", "--max-eval-items", "0"])
     assert "a number of items >= 2 or 'all'" in capsys.readouterr().err
+
+
+
+def test_info_prints_the_probe_and_threads(monkeypatch, tmp_path, capsys):
+    monkeypatch.setenv("DISEMBED_CACHE_DIR", str(tmp_path / "cache"))
+    assert main(["info", "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["probe"]["fp32_gflops"] > 0 and info["threads"]["threads"] >= 1
+    assert info["probe_cache"]["read_from_cache"] is False
+    assert info["choices"]["e5-small"] in ("torch float32", "torch bfloat16")
+    assert main(["info"]) == 0  # second time: the table, read from the cache
+    table = capsys.readouterr().out
+    for label in ("flags", "float32", "bfloat16", "threads", "e5-small", "exact k-NN"):
+        assert label in table
+    assert "read from cache" in table

@@ -23,11 +23,14 @@ def assert_same_neighbours(D, I, D_ref, I_ref, atol=1e-5):  # noqa: E741
     assert I.shape[1] == k
 
 
-OPTIONS = [KnnOptions(block_rows=37, block_cols=53), KnnOptions(block_rows=1000, block_cols=8),
-           KnnOptions(block_rows=64, block_cols=64, precision="bfloat16")]
+OPTIONS = [KnnOptions(block_rows=37, block_cols=53, precision="float32"),
+           KnnOptions(block_rows=1000, block_cols=8, precision="float32"),
+           KnnOptions(block_rows=64, block_cols=64, precision="bfloat16"),
+           KnnOptions(block_rows=50, block_cols=70, precision="bfloat16", candidates=4)]
 
 
-@pytest.mark.parametrize("options", OPTIONS, ids=["odd-blocks", "thin-blocks", "bf16"])
+@pytest.mark.parametrize("options", OPTIONS,
+                         ids=["odd-blocks", "thin-blocks", "bf16", "bf16-no-margin"])
 def test_knn_both_matches_brute_force(options):
     x, y = unit(300, 24, 0), unit(211, 24, 1)
     D_xy, I_xy, D_yx, I_yx = knn_both(x, y, 4, options)
@@ -77,25 +80,18 @@ def test_faiss_backends_match_brute_force(backend):
         assert_same_neighbours(D, I, D_ref, I_ref)
 
 
-def test_grouped_paths_match_brute_force():
-    """Blocks long enough for the two-stage (group maxima) selection, in both directions."""
+@pytest.mark.parametrize("precision", ["float32", "bfloat16"])
+def test_many_blocks_reach_the_sparse_screen(precision):
+    """Enough blocks per list that most are merged through the group-maxima screen."""
     x, y = unit(700, 16, 7), unit(1100, 16, 8)
-    D_xy, I_xy, D_yx, I_yx = knn_both(x, y, 4, KnnOptions(block_rows=512, block_cols=512))
+    options = KnnOptions(block_rows=64, block_cols=96, precision=precision)
+    D_xy, I_xy, D_yx, I_yx = knn_both(x, y, 4, options)
     assert_same_neighbours(D_xy, I_xy, *brute_force_knn(x, y, 4))
     assert_same_neighbours(D_yx, I_yx, *brute_force_knn(y, x, 4))
 
 
-@pytest.mark.parametrize("axis", [0, 1])
-def test_grouped_topk_equals_topk_with_ties(axis):
-    import torch
-
-    from disembed.retrieval.knn import group_max, grouped_topk
-
-    sims = torch.from_numpy(np.random.default_rng(9).integers(0, 50, (320, 512)).astype(
-        np.float32))  # many ties
-    v, i = grouped_topk(sims, 5, axis, group_max(sims, axis))
-    ref_v, _ = sims.topk(5, dim=axis)
-    ref_v = ref_v if axis == 1 else ref_v.T
-    np.testing.assert_array_equal(v.numpy(), ref_v.numpy())
-    picked = sims.gather(axis, i if axis == 1 else i.T)
-    np.testing.assert_array_equal((picked if axis == 1 else picked.T).numpy(), v.numpy())
+@pytest.mark.parametrize("backend", ["exact", "exact-fp32", "exact-bf16"])
+def test_every_exact_backend_is_exact(backend):
+    x, y = unit(150, 12, 10), unit(260, 12, 11)
+    D, I = search(x, y, 5, backend, block_rows=40, block_cols=64)  # noqa: E741
+    assert_same_neighbours(D, I, *brute_force_knn(x, y, 5))

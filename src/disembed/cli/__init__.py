@@ -18,6 +18,7 @@ from . import (
     encode,
     evaluate,
     export,
+    info,
     mine,
     prepare,
     scale,
@@ -29,7 +30,7 @@ from . import (
 )
 
 VERBS = (data, prepare, encode, tune, train, evaluate, bench, scale, analyse, mine, score,
-         search, export, serve)
+         search, export, serve, info)
 
 
 def build_parser() -> argparse.ArgumentParser:

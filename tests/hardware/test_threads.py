@@ -1,0 +1,74 @@
+"""One thread count for the process: explicit settings win, else physical cores or 1 if busy."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from disembed.exceptions import ConfigError
+from disembed.hardware import choose_threads, configure_threads
+from disembed.hardware import threads as threads_module
+
+
+@pytest.fixture(autouse=True)
+def _restore(monkeypatch):
+    before, chosen = torch.get_num_threads(), threads_module._chosen
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.delenv("DISEMBED_NUM_THREADS", raising=False)
+    monkeypatch.setattr(threads_module, "physical_cores", lambda: 2)
+    monkeypatch.setattr(threads_module, "available_cpus", lambda: {0, 1})
+    monkeypatch.setattr(threads_module, "_load_average", lambda: 0.5)
+    yield
+    threads_module._chosen = chosen
+    torch.set_num_threads(before)
+
+
+def test_order_of_precedence(monkeypatch):
+    threads_module._chosen = None
+    torch.set_num_threads(2)  # torch's own default here: one per logical CPU
+    assert (choose_threads().threads, choose_threads().source) == (2, "cores")
+    monkeypatch.setattr(threads_module, "_load_average", lambda: 4.5)
+    assert (choose_threads().threads, choose_threads().source) == (1, "busy")
+    torch.set_num_threads(3)  # set by the user before disembed: kept
+    assert (choose_threads().threads, choose_threads().source) == (3, "torch")
+    monkeypatch.setenv("OMP_NUM_THREADS", "5")
+    assert (choose_threads().threads, choose_threads().source) == (5, "OMP_NUM_THREADS")
+    monkeypatch.setenv("DISEMBED_NUM_THREADS", "4")
+    assert (choose_threads().threads, choose_threads().source) == (4, "DISEMBED_NUM_THREADS")
+    assert (choose_threads(6).threads, choose_threads(6).source) == (6, "argument")
+
+
+def test_bad_settings_are_rejected(monkeypatch):
+    monkeypatch.setenv("OMP_NUM_THREADS", "many")
+    with pytest.raises(ConfigError, match="OMP_NUM_THREADS must be a positive integer"):
+        choose_threads()
+    with pytest.raises(ConfigError, match="num_threads"):
+        choose_threads(0)
+
+
+def test_configure_applies_once_and_keeps_the_first_choice(monkeypatch):
+    threads_module._chosen = None
+    torch.set_num_threads(2)
+    monkeypatch.setenv("DISEMBED_NUM_THREADS", "1")
+    assert configure_threads().threads == 1 and torch.get_num_threads() == 1
+    monkeypatch.setenv("DISEMBED_NUM_THREADS", "2")
+    assert configure_threads().threads == 1  # the first choice stays
+    assert configure_threads(2).threads == 2 and torch.get_num_threads() == 2  # explicit wins
+
+
+def test_a_fresh_process_honours_omp_num_threads():
+    env = {"OMP_NUM_THREADS": "1"}
+    code = ("import json, torch; from disembed.hardware import configure_threads, thread_pools; "
+            "s = configure_threads(); "
+            "print(json.dumps([s.threads, s.source, torch.get_num_threads(), "
+            "[p['threads'] for p in thread_pools()]]))")
+    clean = {k: v for k, v in os.environ.items()
+             if k not in ("OMP_NUM_THREADS", "DISEMBED_NUM_THREADS")}
+    out = subprocess.run([sys.executable, "-c", code], env={**clean, **env}, check=True,
+                         capture_output=True, text=True).stdout
+    threads, source, torch_threads, pools = json.loads(out.strip().splitlines()[-1])
+    assert (threads, source, torch_threads) == (1, next(iter(env)), 1)
+    assert pools and set(pools) == {1}  # every OpenMP / BLAS runtime loaded got it

@@ -31,6 +31,7 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
+from ..hardware import configure_threads
 from ..exceptions import CheckpointError
 from ..progress import progress_bar
 from .batches import Adversary, Batch, LossFn, PairData, make_batch, row_chunks
@@ -72,6 +73,7 @@ def train(
             checkpoint with another fingerprint is moved aside, not resumed.
         adversary: an optional second module stepped before each main step (see module doc).
     """
+    configure_threads()  # one thread count per process (disembed.hardware), set once
     data = PairData.split(src, tgt, src_lang, tgt_lang, config)
     fingerprint = {"config": config.to_dict(), "shape": list(data.src.shape),
                    "data": data.digest(), **(fingerprint_extra or {})}

@@ -31,8 +31,8 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
-from ..hardware import configure_threads
 from ..exceptions import CheckpointError
+from ..hardware import configure_threads
 from ..progress import progress_bar
 from .batches import Adversary, Batch, LossFn, PairData, make_batch, row_chunks
 from .checkpoint import load_checkpoint, move_aside, save_checkpoint

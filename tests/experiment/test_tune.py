@@ -9,7 +9,8 @@ import pytest
 from disembed.cli import main
 from disembed.data.parallel import ParallelPairs
 from disembed.exceptions import ConfigError
-from disembed.experiment.tune import TuneConfig, choose, tune, validation_scores
+from disembed.experiment import tune as tune_module
+from disembed.experiment.tune import CRITERION, TuneConfig, choose, tune, validation_scores
 from disembed.methods import make_method
 
 
@@ -32,7 +33,9 @@ def test_validation_scores_prefer_a_model_that_removes_the_language_offset():
     centred = validation_scores(make_method("mean-centering").fit(src, tgt, langs, "en"),
                                 src, tgt, pairs)
     assert centred["pooled_retrieval"] > raw["pooled_retrieval"] + 0.3
-    assert set(centred["per_language"]) == {"de", "zh"}
+    assert set(centred["per_language"]["similarity_preservation"]) == {"de", "zh"}
+    assert centred["validation_score"] == pytest.approx(
+        (centred["pooled_retrieval"] + centred["similarity_preservation"]) / 2)
 
 
 def test_tune_fits_every_candidate_and_keeps_the_best(env):
@@ -51,7 +54,7 @@ def test_tune_fits_every_candidate_and_keeps_the_best(env):
     chosen = json.loads((env / "tune" / "tuned.json").read_text())
     assert chosen == choose(result.runs) and set(chosen) == {"baseline", "lir", "seed"}
     best = max((r for r in result.runs if r.spec["method"] == "lir"),
-               key=lambda r: r.measurements["validation"]["pooled_retrieval"])
+               key=lambda r: r.measurements["validation"][CRITERION])
     assert chosen["lir"] == best.spec["params"]
     assert "(chosen)" in (env / "tune" / "tune.md").read_text()
     # a rerun reuses every finished candidate
@@ -59,6 +62,19 @@ def test_tune_fits_every_candidate_and_keeps_the_best(env):
                             pairs_per_language=20, holdout_per_language=20,
                             out_dir=str(env / "tune")))
     assert [r.timings for r in again.runs] == [r.timings for r in result.runs[1:5]]
+
+
+def test_new_criteria_remeasure_saved_models_without_refitting(env, monkeypatch):
+    config = dict(encoder="hash:16", methods=["lir"], languages=["de", "zh"],
+                  pairs_per_language=20, holdout_per_language=20, grids={"lir": {"rank": [1]}},
+                  out_dir=str(env / "tune"))
+    first = tune(TuneConfig(**config)).runs[0]
+    monkeypatch.setattr(tune_module, "VALIDATION_VERSION", 99)
+    again = tune(TuneConfig(**config)).runs[0]
+    assert again.measurements["validation"]["version"] == 99  # measured again
+    assert again.timings == first.timings  # from the saved model: not refitted
+    assert again.measurements["validation"][CRITERION] == pytest.approx(
+        first.measurements["validation"][CRITERION])
 
 
 def test_bench_params_file_applies_the_choice(env, capsys):

@@ -2,10 +2,19 @@
 
 Each method's grid (learning rates for trained recipes, the rank of ``lir`` / ``lsar``, ...)
 is fitted on the training pool with ``holdout_per_language`` pairs of every language set
-aside, and each candidate is scored on those held-out pairs by pooled retrieval
-(:func:`~disembed.evaluation.metrics.pooled_retrieval_accuracy`: every sentence must find
-its translation among all held-out sentences of all languages). The number of epochs is
-chosen by early stopping on the trainer's own validation split. The choice per method is
+aside, and each candidate is scored on those held-out pairs (meaning part) by two
+label-free criteria that stand for the two kinds of evaluation task:
+
+* retrieval (Tatoeba, mining): pooled retrieval,
+  :func:`~disembed.evaluation.metrics.pooled_retrieval_accuracy`: every sentence must find
+  its translation among all held-out sentences of all languages;
+* graded similarity (STS17, QE):
+  :func:`~disembed.evaluation.metrics.similarity_preservation`: per language, how well
+  ``cos(m(x_i), m(en_j))`` ranks pairs like ``cos(en_i, en_j)`` of the raw English
+  embeddings (the English side as teacher), averaged over languages.
+
+The choice maximises their mean (``validation_score``). The number of epochs is chosen by
+early stopping on the trainer's own validation split. The choice per method is
 written to ``tuned.json`` (``{method: params}``), which ``disembed bench --params`` reads.
 """
 
@@ -24,16 +33,20 @@ from ..analysis.geometry import views_by_language
 from ..data.parallel import ParallelPairs
 from ..encoders import DEFAULT_ENCODER, Encoder
 from ..evaluation import DEFAULT_TASKS
-from ..evaluation.metrics import pooled_retrieval_accuracy, retrieval_accuracy
+from ..evaluation.metrics import (
+    pooled_retrieval_accuracy,
+    retrieval_accuracy,
+    similarity_preservation,
+)
 from ..exceptions import ConfigError
-from ..methods import Disentangler, method_class
+from ..methods import Disentangler, load_disentangler, method_class
 from ..provenance import environment
 from ..reports.tune_report import render_tune
 from ..results import ExperimentResult, RunResult
 from ..util.files import atomic_write_text
 from ..util.jsonsafe import dumps_json
 from ..util.text import slug
-from .run import RunHooks, RunOutputs, run
+from .run import RESULT_FILE, RunHooks, RunOutputs, run
 from .spec import (
     DEFAULT_PAIRS_PER_LANGUAGE,
     DEFAULT_TRAIN_LANGUAGES,
@@ -56,9 +69,12 @@ GRIDS: dict[str, dict[str, list]] = {
     "lir": {"rank": [1, 2, 4, 8]},
     "lsar": {"rank": [1, 2, 4, 8, None]},
 }
+#: Bumped when the criteria change: finished candidates are then re-measured from their saved
+#: models, not refitted.
+VALIDATION_VERSION = 2
 DEFAULT_TUNE_METHODS = ("baseline", "mean-centering", "seed", "seed-centered", "inter",
                         "lir", "lsar", "leace")
-CRITERION = "pooled_retrieval"
+CRITERION = "validation_score"
 
 
 @dataclass
@@ -103,16 +119,24 @@ class TuneConfig:
 
 def validation_scores(model: Disentangler, src: np.ndarray, tgt: np.ndarray,
                       pairs: ParallelPairs) -> dict[str, Any]:
-    """Pooled retrieval over all held-out pairs, and xx<->en retrieval averaged over
-    languages, on the meaning part of ``src (n, d)`` / ``tgt (n, d)``."""
+    """The tuning criteria (module docstring) on the meaning part of held-out pairs
+    ``src (n, d)`` / ``tgt (n, d)``, plus xx<->en retrieval per language for reference."""
     m_src = views_by_language(model, src, pairs.src_lang)["meaning"]
     m_tgt = views_by_language(model, tgt, pairs.tgt_lang)["meaning"]
     langs = np.asarray(pairs.src_lang, dtype=object)
-    per_language = {lang: retrieval_accuracy(m_src[langs == lang], m_tgt[langs == lang]).acc_mean
-                    for lang in dict.fromkeys(pairs.src_lang)}
-    return {CRITERION: pooled_retrieval_accuracy(m_src, m_tgt),
-            "bitext_retrieval": float(np.mean(list(per_language.values()))),
-            "per_language": per_language}
+    retrieval, preservation = {}, {}
+    for lang in dict.fromkeys(pairs.src_lang):
+        rows = langs == lang
+        retrieval[lang] = retrieval_accuracy(m_src[rows], m_tgt[rows]).acc_mean
+        preservation[lang] = similarity_preservation(m_src[rows], m_tgt[rows], tgt[rows])
+    pooled = pooled_retrieval_accuracy(m_src, m_tgt)
+    similarity = float(np.mean(list(preservation.values())))
+    return {CRITERION: (pooled + similarity) / 2, "pooled_retrieval": pooled,
+            "similarity_preservation": similarity,
+            "bitext_retrieval": float(np.mean(list(retrieval.values()))),
+            "per_language": {"bitext_retrieval": retrieval,
+                             "similarity_preservation": preservation},
+            "version": VALIDATION_VERSION}
 
 
 def tune(config: TuneConfig) -> ExperimentResult:
@@ -149,8 +173,13 @@ def _candidate(config: TuneConfig, method: str, params: dict, encoder: Encoder,
                    seed=config.seed, label=label.strip())
     folder = out / slug(method) / (slug("_".join(f"{k}-{v}" for k, v in params.items()))
                                    or "default")
-    return run(spec, workspace, outputs=RunOutputs(run_dir=folder), encoder=encoder,
-               hooks=hooks)
+    result = run(spec, workspace, outputs=RunOutputs(run_dir=folder), encoder=encoder,
+                 hooks=hooks)
+    if result.measurements.get("validation", {}).get("version") != VALIDATION_VERSION:
+        model = load_disentangler(folder / "model")  # finished under older criteria
+        result.measurements = hooks.measure(model, encoder, result.scores)
+        result.to_json(folder / RESULT_FILE)
+    return result
 
 
 def choose(runs: list[RunResult]) -> dict[str, dict]:

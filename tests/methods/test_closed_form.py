@@ -379,3 +379,21 @@ def test_language_id_probe_drops_on_real_embeddings():
         probe = language_id_probe(meaning, labels)
         assert probe.accuracy < raw.accuracy - 0.2, name
         assert probe.accuracy < probe.chance + 0.05, name
+
+
+def test_leace_keeps_at_most_one_direction_fewer_than_languages_and_reloads(tmp_path):
+    """Whitening near-zero-variance directions (real encoders have them) once amplified the
+    rounding noise of the zero singular value into an extra erased direction, and the
+    saved model could not be loaded again."""
+    from disembed.methods import load_disentangler, make_method
+
+    rng = np.random.default_rng(0)
+    langs = np.array(["de", "fr", "zh", "en"] * 500, dtype=object)
+    offsets = {lang: rng.standard_normal(64) for lang in ("de", "fr", "zh", "en")}
+    scales = np.logspace(0, -6, 64)  # variances over 12 orders of magnitude, as in encoders
+    X = (rng.standard_normal((2000, 64)) * scales + np.stack([offsets[x] for x in langs])
+         ).astype(np.float32)
+    model = make_method("leace").fit(X[:1000], X[1000:], langs[:1000], langs[1000:])
+    assert model.proj_left_.shape[1] <= len(model.languages_) - 1
+    again = load_disentangler(model.save(tmp_path / "leace"))
+    np.testing.assert_array_equal(again.meaning(X[:5], "de"), model.meaning(X[:5], "de"))

@@ -48,11 +48,14 @@ from .lir import stack_training_rows
 EPS = np.finfo(np.float64).eps
 
 
-def leace_factors(sigma_xx: np.ndarray, sigma_xz: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def leace_factors(sigma_xx: np.ndarray, sigma_xz: np.ndarray, max_rank: int | None = None
+                  ) -> tuple[np.ndarray, np.ndarray]:
     """``(W^+ U (d, q), U^T W (q, d))`` for ``sigma_xx (d, d)``, ``sigma_xz (d, k)``, in float64.
 
     ``W^+ P W = left @ right``: ``W`` the pseudo-inverse square root of ``sigma_xx`` and
-    ``P = U U^T`` the projection onto the column space of ``W sigma_xz``.
+    ``P = U U^T`` the projection onto the column space of ``W sigma_xz``, of rank at most
+    ``max_rank`` (``k - 1`` for a centred one-hot concept: whitening near-zero-variance
+    directions amplifies rounding noise in the zero singular value above any tolerance).
     """
     lam, V = np.linalg.eigh((sigma_xx + sigma_xx.T) / 2)
     keep = lam > max(lam.max(), 0.0) * len(lam) * EPS
@@ -62,6 +65,7 @@ def leace_factors(sigma_xx: np.ndarray, sigma_xz: np.ndarray) -> tuple[np.ndarra
     whitened = W @ sigma_xz  # (d, k)
     U, s, _ = np.linalg.svd(whitened, full_matrices=False)
     U = U[:, s > (s.max() if s.size else 0.0) * max(whitened.shape) * EPS]  # (d, q)
+    U = U[:, :max_rank] if max_rank is not None else U
     return W_pinv @ U, U.T @ W
 
 
@@ -84,7 +88,8 @@ class Leace(Disentangler):
             np.float64)  # (n, L) one-hot
         mean = X.mean(axis=0)
         Xc, Zc = X - mean, Z - Z.mean(axis=0)
-        left, right = leace_factors(Xc.T @ Xc / len(X), Xc.T @ Zc / len(X))
+        left, right = leace_factors(Xc.T @ Xc / len(X), Xc.T @ Zc / len(X),
+                                    max_rank=len(self.languages_) - 1)
         self.mean_ = mean.astype(np.float32)
         self.proj_left_, self.proj_right_ = left.astype(np.float32), right.astype(np.float32)
         self.dim_ = int(X.shape[1])

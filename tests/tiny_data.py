@@ -50,9 +50,11 @@ def write_tiny_data(tmp_path):
     sts.mkdir()
     _write_sts(sts / "en-de.tsv", STS_ROWS)
     _write_sts(sts / "en-en.tsv", [(a, a if s > 3 else b, s) for a, b, s in STS_ROWS])
-    for split in ("test", "test21"):
+    for split in ("test", "test21", "dev"):
         (tmp_path / "wmt20_mlqe" / split).mkdir(parents=True)
     _write_qe(tmp_path / "wmt20_mlqe" / "test" / "en-de.tsv", QE_ROWS)
     _write_qe(tmp_path / "wmt20_mlqe" / "test" / "ru-en.tsv", [(b, a, z) for a, b, z in QE_ROWS])
     _write_qe(tmp_path / "wmt20_mlqe" / "test21" / "en-cs.tsv", QE_ROWS[:4], wmt21=True)
+    _write_qe(tmp_path / "wmt20_mlqe" / "dev" / "en-de.tsv",
+              [(a, b, -z) for a, b, z in QE_ROWS])  # the validation split of tune
     return tmp_path

@@ -100,7 +100,7 @@ def evaluation_texts(eval_set: str, data_dir: Path) -> set[str]:
             rows, _ = read_tsv(path, ["sentence1", "sentence2"], skip_bad=True)
             texts += [r[c] for r in rows for c in ("sentence1", "sentence2")]
     elif eval_set == "wmt20-qe":
-        for split in ("test", "test21"):
+        for split in ("test", "test21", "dev"):  # dev: the validation data of tune
             for path in sorted((data_dir / "wmt20_mlqe" / split).glob("*.tsv")):
                 rows, _ = read_tsv(path, ["original", "translation"], skip_bad=True)
                 texts += [r[c] for r in rows for c in ("original", "translation")]

@@ -149,35 +149,6 @@ def pooled_retrieval_accuracy(a: np.ndarray, b: np.ndarray, *, block_size: int =
     return float(credit.mean())
 
 
-def similarity_preservation(student_a: np.ndarray, student_b: np.ndarray,
-                            teacher_b: np.ndarray, *, n_pairs: int = 20000, seed: int = 0
-                            ) -> float:
-    """How well cross-lingual similarities keep the teacher's graded similarities.
-
-    For a seeded sample of pairs ``i != j``: Spearman correlation of
-    ``cos(student_a[i], student_b[j])`` (a sentence against another sentence's translation,
-    across languages) with ``cos(teacher_b[i], teacher_b[j])`` (the two translations in the
-    teacher space, e.g. raw English embeddings). A label-free stand-in for cross-lingual
-    STS and QE, which rank graded similarities, where retrieval only asks for the nearest.
-
-    Args:
-        student_a, student_b: (n, d1) views of the two sides; row i translates row i.
-        teacher_b: (n, d2) teacher embeddings of side b.
-    """
-    a, b, t = (l2_normalize(_as_matrix(x, name)) for x, name in
-               ((student_a, "student_a"), (student_b, "student_b"), (teacher_b, "teacher_b")))
-    n = len(a)
-    if not (len(b) == len(t) == n) or n < 3:
-        raise ShapeError(f"similarity_preservation needs three matrices of the same n >= 3 rows; "
-                         f"got {len(a)}, {len(b)}, {len(t)}")
-    rng = np.random.default_rng(seed)
-    i = rng.integers(0, n, n_pairs)
-    j = (i + rng.integers(1, n, n_pairs)) % n  # never i itself
-    student = np.einsum("kd,kd->k", a[i], b[j])
-    teacher = np.einsum("kd,kd->k", t[i], t[j])
-    return spearman(student, teacher)
-
-
 def is_constant(x: np.ndarray) -> bool:
     """True when the values' spread is below :data:`CONSTANT_TOLERANCE` of their scale."""
     x = np.asarray(x, dtype=np.float64)

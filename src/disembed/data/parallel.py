@@ -6,6 +6,7 @@ and row, so one object can mix language pairs (de-en, zh-en, ...).
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
@@ -58,6 +59,13 @@ class ParallelPairs:
             out.tgt_lang += p.tgt_lang
             out.reports += p.reports
         return out
+
+    def digest(self) -> str:
+        """A content hash of every pair and its languages (16 hex characters)."""
+        h = hashlib.blake2b(digest_size=8)
+        for row in zip(self.src, self.tgt, self.src_lang, self.tgt_lang, strict=True):
+            h.update("\t".join(row).encode("utf-8") + b"\n")
+        return h.hexdigest()
 
     def counts(self) -> dict[str, int]:
         """Pairs per language pair, e.g. ``{"de-en": 1000}``."""

@@ -88,7 +88,8 @@ def run(spec: RunSpec, workspace: Workspace = Workspace(), *,
     _check_encoder(spec, saved, encoder)
     fingerprint = spec.fingerprint()
     if outputs.run_dir is not None and not workspace.force:
-        previous = _finished(Path(outputs.run_dir), fingerprint, encoder)
+        previous = _finished(Path(outputs.run_dir), fingerprint, encoder,
+                             lambda: load_pairs(spec.data, tasks, workspace)[1]["digest"])
         if previous is not None:
             return previous
     stats_before = _encode_seconds(encoder)
@@ -146,12 +147,20 @@ def _check_encoder(spec: RunSpec, saved: Disentangler | None, encoder: Encoder) 
                           f"encoder {spec.encoder} gives {encoder.dim}-d")
 
 
-def _finished(run_dir: Path, fingerprint: str, encoder: Encoder) -> RunResult | None:
+def _finished(run_dir: Path, fingerprint: str, encoder: Encoder,
+              data_digest: Callable[[], str]) -> RunResult | None:
+    """The finished run in ``run_dir`` if it ran this spec on this encoder and on the same
+    training pairs (a changed data folder or pool filter makes it stale), else ``None``."""
     path = run_dir / RESULT_FILE
     if not path.is_file():
         return None
     previous = RunResult.from_json(path)
     if previous.fingerprint != fingerprint or previous.encoder != encoder.identity.to_dict():
+        return None
+    saved = (previous.training.get("data") or {}).get("digest")
+    if saved is not None and saved != data_digest():
+        logger.info("%s: the training pairs changed since %s; running again", previous.label,
+                    path)
         return None
     if (run_dir / ITEMS_FILE).is_file():
         attach_items(previous.scores, run_dir / ITEMS_FILE)

@@ -50,9 +50,10 @@ def load_pairs(data: TrainingData, tasks: Sequence[str], workspace: Workspace = 
                                   data.tgt_lang, skip_bad=data.skip_bad)
         return pairs, {"source": data.pairs_file, "total_pairs": len(pairs),
                        "counts": pairs.counts(),
-                       "skipped": sum(r.skipped for r in pairs.reports)}
+                       "skipped": sum(r.skipped for r in pairs.reports),
+                       "digest": pairs.digest()}
     built = load_training_set(data, tasks, workspace)
-    return built.pairs, built.report()
+    return built.pairs, {**built.report(), "digest": built.pairs.digest()}
 
 
 def load_training_set(data: TrainingData, tasks: Sequence[str],

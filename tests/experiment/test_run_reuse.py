@@ -1,7 +1,6 @@
 """A finished run is reused only for the same spec, encoder and training pairs."""
 
-from disembed.experiment import RunOutputs, RunSpec, TrainingData, Workspace, run
-from disembed.experiment import steps
+from disembed.experiment import RunOutputs, RunSpec, TrainingData, Workspace, run, steps
 
 
 def test_a_changed_training_pool_makes_a_finished_run_stale(full_data_dir, tmp_path, monkeypatch):

@@ -176,3 +176,17 @@ def test_info_prints_the_probe_and_threads(monkeypatch, tmp_path, capsys):
     for label in ("flags", "float32", "bfloat16", "threads", "e5-small", "exact k-NN"):
         assert label in table
     assert "read from cache" in table
+
+
+def test_bench_default_languages_leave_out_those_without_data(env, capsys):
+    # the tiny data folder has training pairs for de and zh only
+    assert main(["bench", "--encoders", "hash:16", "--methods", "mean-centering", "--no-floor",
+                 "--tasks", "sts17", "--pairs-per-language", "20", "--out",
+                 str(env / "bench"), "-q"]) == 0
+    report = (env / "bench" / "results.md").read_text()
+    assert "| de-en | 20 |" in report and "| zh-en | 20 |" in report
+    assert "Left out, no training pairs in the data folder: ar, es, et, fr" in report
+    # a language named on the command line must have data
+    assert main(["bench", "--encoders", "hash:16", "--methods", "mean-centering", "--no-floor",
+                 "--tasks", "sts17", "--languages", "de,ar", "--out", str(env / "b2")]) == 2
+    assert "no training pairs found for 'ar'" in capsys.readouterr().err

@@ -33,8 +33,10 @@ def add_parser(verbs) -> None:
     p.add_argument("--methods", type=csv_list, default=list(DEFAULT_METHODS),
                    help="comma-separated methods, or 'all' for every registered one "
                         f"(default: {','.join(DEFAULT_METHODS)})")
-    p.add_argument("--languages", type=csv_list, default=list(DEFAULT_TRAIN_LANGUAGES),
-                   help="training languages, each paired with English")
+    p.add_argument("--languages", type=csv_list, default=None,
+                   help="training languages, each paired with English (default: "
+                        f"{','.join(DEFAULT_TRAIN_LANGUAGES)}, leaving out any without "
+                        "training data in the data folder)")
     p.add_argument("--pairs-per-language", type=pairs_or_all, default=DEFAULT_PAIRS_PER_LANGUAGE,
                    help=f"training pairs per language, or 'all' (default: "
                         f"{DEFAULT_PAIRS_PER_LANGUAGE})")
@@ -88,7 +90,9 @@ def run(args: argparse.Namespace) -> int:
     methods = list(dict.fromkeys(
         m for name in args.methods for m in (all_methods() if name == "all" else [name])))
     config = BenchConfig(
-        encoders=args.encoders, methods=methods, languages=args.languages,
+        encoders=args.encoders, methods=methods,
+        languages=args.languages or list(DEFAULT_TRAIN_LANGUAGES),
+        skip_missing_languages=args.languages is None,
         pairs_per_language=args.pairs_per_language, tasks=args.tasks,
         tatoeba_languages=args.tatoeba_languages, max_eval_items=args.max_eval_items,
         seed=args.seed,

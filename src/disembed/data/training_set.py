@@ -129,10 +129,11 @@ class TrainingSet:
     eval_sets: list[str]
     seed: int
     heldout: ParallelPairs = field(default_factory=lambda: ParallelPairs([], [], [], []))
+    missing: list[str] = field(default_factory=list)
 
     def report(self) -> dict:
         return {"eval_sets": self.eval_sets, "seed": self.seed, "total_pairs": len(self.pairs),
-                "held_out_pairs": len(self.heldout),
+                "held_out_pairs": len(self.heldout), "missing_languages": self.missing,
                 "languages": [asdict(r) for r in self.languages]}
 
     def summary(self) -> str:
@@ -150,8 +151,13 @@ def build_training_set(
     seed: int = 0,
     sources: Sequence[str] | None = None,
     holdout_per_language: int = 0,
+    skip_missing: bool = False,
 ) -> TrainingSet:
-    """Pairs ``(x, en)`` for each language in ``languages``; see the module docstring."""
+    """Pairs ``(x, en)`` for each language in ``languages``; see the module docstring.
+
+    ``skip_missing``: leave out (with a warning, listed in ``missing``) languages without
+    any pair in the pool instead of raising; at least one language must remain.
+    """
     if holdout_per_language < 0:
         raise ConfigError(f"holdout_per_language must be >= 0; got {holdout_per_language}")
     root = resolve_data_dir(data_dir)
@@ -164,11 +170,19 @@ def build_training_set(
         raise ConfigError(f"unknown training source(s) {unknown}; known: {list(SOURCES)}")
     wanted = [normalize_language(code) for code in languages]  # all codes checked up front
     blocked = {name: evaluation_texts(name, root) for name in eval_sets}
-    parts, held, reports = [], [], []
+    parts, held, reports, missing = [], [], [], []
     for lang in wanted:
         if lang == "en":
             raise ConfigError("languages are paired with English; leave 'en' out of the list")
-        rep, kept = _language_pool(lang, parallel, sources, blocked, seed)
+        try:
+            rep, kept = _language_pool(lang, parallel, sources, blocked, seed)
+        except NoTrainingData:
+            if not skip_missing:
+                raise
+            logger.warning("no training pairs for %s-en in %s: left out ('disembed data list' "
+                           "says how to get its sets)", lang, parallel)
+            missing.append(lang)
+            continue
         cut = len(kept) - holdout_per_language
         if cut < 2:
             raise ConfigError(f"{lang}-en has {len(kept)} usable pairs, too few to hold out "
@@ -182,8 +196,11 @@ def build_training_set(
         parts.append(_as_pairs(kept, lang))
         held.append(_as_pairs(aside, lang))
         reports.append(rep)
+    if not parts:
+        raise ConfigError(f"no training pairs for any of {wanted} in {parallel}; get the "
+                          "parallel sets first ('disembed data download', 'disembed data list')")
     return TrainingSet(ParallelPairs.concat(parts), reports, list(eval_sets), seed,
-                       ParallelPairs.concat(held))
+                       ParallelPairs.concat(held), missing)
 
 
 def _language_pool(lang: str, parallel: Path, sources: Sequence[str],
@@ -212,9 +229,14 @@ def _language_pool(lang: str, parallel: Path, sources: Sequence[str],
     rep.available = len(kept)
     random.Random(f"{seed}-{lang}").shuffle(kept)
     if not kept:
-        raise ConfigError(f"no training pairs found for {lang!r} in {parallel}; sources "
-                          f"tried: {list(sources)}. Drop the language or add data.")
+        raise NoTrainingData(f"no training pairs found for {lang!r} in {parallel}; sources "
+                             f"tried: {list(sources)}. Drop the language or add data "
+                             "('disembed data list' says how to get each set).")
     return rep, kept
+
+
+class NoTrainingData(ConfigError):
+    """A language has no usable pairs in the pool (its sets are not in the data folder)."""
 
 
 def _as_pairs(rows: list[tuple[str, str]], lang: str) -> ParallelPairs:

@@ -62,6 +62,7 @@ class BenchConfig:
     max_eval_items: int | None = DEFAULT_MAX_EVAL_ITEMS
     seed: int = 0
     method_params: dict[str, dict] = field(default_factory=dict)
+    skip_missing_languages: bool = False
     floor: bool = True
     out_dir: str = "runs/bench"
     data_dir: str | None = None
@@ -81,7 +82,8 @@ class BenchConfig:
         self.eval_options()
 
     def training_data(self) -> TrainingData:
-        return TrainingData(tuple(self.languages), self.pairs_per_language, seed=self.seed)
+        return TrainingData(tuple(self.languages), self.pairs_per_language, seed=self.seed,
+                            skip_missing=self.skip_missing_languages)
 
     def eval_options(self) -> EvalOptions:
         return EvalOptions(max_items=self.max_eval_items, seed=self.seed,

@@ -38,6 +38,8 @@ class TrainingData:
     (``pairs_file`` with ``src_col``/``tgt_col``; languages default to the column names).
     ``holdout_per_language`` pairs of each language are set aside for validation (never
     trained on; see :func:`~disembed.data.training_set.build_training_set`).
+    ``skip_missing``: languages without any pair in the data folder are left out (warned
+    and reported) instead of failing the run.
     """
 
     languages: tuple[str, ...] = DEFAULT_TRAIN_LANGUAGES
@@ -45,6 +47,7 @@ class TrainingData:
     seed: int = 0
     keep_out: tuple[str, ...] | None = None
     holdout_per_language: int = 0
+    skip_missing: bool = False
     pairs_file: str | None = None
     src_col: str | None = None
     tgt_col: str | None = None

@@ -72,7 +72,8 @@ def _built(data: TrainingData, keep_out: tuple[str, ...], data_dir: str) -> Trai
     it (reading and filtering the whole pool takes seconds). Callers never modify it."""
     built = build_training_set(data.languages, data.pairs_per_language, eval_sets=keep_out,
                                data_dir=data_dir, seed=data.seed,
-                               holdout_per_language=data.holdout_per_language)
+                               holdout_per_language=data.holdout_per_language,
+                               skip_missing=data.skip_missing)
     logger.info(built.summary())
     return built
 

@@ -21,6 +21,10 @@ def _training_table(runs) -> str:
         lines.append(f"| {rep['language']}-en | {rep['used']} | {rep['available']} | {removed} | "
                      f"{rep['removed_duplicates']} |")
     lines.append(f"| **total** | **{data['total_pairs']}** | | | |")
+    missing = data.get("missing_languages") or []
+    if missing:
+        lines.append(f"\nLeft out, no training pairs in the data folder: {', '.join(missing)} "
+                     "(`disembed data list` says how to get their sets).")
     return "\n".join(lines)
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,7 +26,7 @@ from typing import Callable, Protocol
 import numpy as np
 import torch
 
-from ..exceptions import DataError
+from ..exceptions import DataError, NonFiniteError
 from ..progress import progress_bar
 from .checkpoint import load_checkpoint, save_checkpoint
 from .config import TrainConfig
@@ -173,10 +174,11 @@ def train(
                 if adversary is not None:
                     _adversary_step(adversary, adv_opt, batch)
                 loss, _ = loss_fn(batch)
+                value = _finite_loss(loss.item(), f"epoch {epoch + 1}, step {steps + 1}", config)
                 optimizer.zero_grad(set_to_none=True)
                 loss.backward()
                 optimizer.step()
-                total += loss.item()
+                total += value
                 steps += 1
                 pairs += len(rows)
                 bar.update(len(rows))
@@ -184,6 +186,7 @@ def train(
         val_gen = gen if official else torch.Generator().manual_seed(val_gen_seed)
         val_loss, val_terms = _evaluate(module, loss_fn, src_t, tgt_t, s_lang, t_lang, val_idx,
                                         config.batch_size, val_gen, fallback)
+        _finite_loss(val_loss, f"epoch {epoch + 1}, validation", config)
         record = {"epoch": epoch + 1, "train_loss": total / max(steps, 1), "val_loss": val_loss,
                   "val_terms": val_terms, "train_pairs": pairs, "train_seconds": train_seconds,
                   "pairs_per_second": pairs / train_seconds if train_seconds else float("nan")}
@@ -218,6 +221,15 @@ def train(
         module.load_state_dict(best_state)
     module.eval()
     return history
+
+
+def _finite_loss(value: float, where: str, config: TrainConfig) -> float:
+    """``value``, or a NonFiniteError: a NaN/inf loss would only train NaN weights."""
+    if not math.isfinite(value):
+        raise NonFiniteError(f"the training loss is {value} at {where}: training diverged. "
+                             f"Lower the learning rate (lr={config.lr}, --lr) or check the "
+                             "embeddings for NaN/inf; nothing was saved from this run")
+    return value
 
 
 def _adversary_step(adversary: Adversary, optimizer: torch.optim.Optimizer, batch: Batch) -> None:

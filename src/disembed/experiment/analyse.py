@@ -79,6 +79,9 @@ class AnalysisConfig:
             build_method(name, overrides.get(name, {}), seed=self.seed)
         if not self.methods and not self.models:
             raise ConfigError("nothing to analyse: give methods to train or saved --model dirs")
+        if "codeswitch" in self.analyses and not 0 < self.codeswitch_rate <= 1:
+            raise ConfigError(f"code-switching rate must be in (0, 1]; got "
+                              f"{self.codeswitch_rate}")
         if "truncation" in self.analyses and not self.methods:
             raise ConfigError("the truncation analysis retrains methods at each dimension; "
                               "give --methods (saved models cannot be truncated)")

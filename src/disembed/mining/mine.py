@@ -121,16 +121,11 @@ def mine_files(src: str | Path, tgt: str | Path, encoder: Encoder, out: str | Pa
     if model is not None and not (src_lang and tgt_lang):
         raise ConfigError("mining with a disentangler's meaning view needs the language of "
                           "each file: pass src_lang and tgt_lang (--src-lang/--tgt-lang)")
-    run_dir = Path(run_dir)
-    cols, mats = [], []
     t0 = time.perf_counter()
-    for name, path, lang in (("src", src, src_lang), ("tgt", tgt, tgt_lang)):
-        col = open_collection(path, format, skip_bad, "source" if name == "src" else "target")
-        view = f"meaning:{_model_key(model)}:{lang}" if model is not None else "raw"
-        transform = meaning_transform(model, lang) if model is not None else None
-        mats.append(embed_collection(col, encoder, run_dir / f"{name}.npy", transform=transform,
-                                     view=view, chunk=cfg.chunk, batch_size=batch_size))
-        cols.append(col)
+    cols = [open_collection(src, format, skip_bad, "source"),
+            open_collection(tgt, format, skip_bad, "target")]
+    mats = _embed_both(cols, ("src", "tgt"), (src_lang, tgt_lang), encoder, Path(run_dir),
+                       model, chunk=cfg.chunk, batch_size=batch_size)
     embed_s = time.perf_counter() - t0
     mined = mine_embeddings(mats[0], mats[1], cfg)
     mined.seconds["embed"] = embed_s
@@ -149,6 +144,18 @@ def open_collection(path: str | Path, format: Format, skip_bad: bool, role: str
         raise DataError(f"{path}: no sentences{skipped}; the {role} file needs at least one "
                         "non-empty line")
     return col
+
+
+def _embed_both(cols: list[Collection], names: tuple[str, str], langs: tuple, encoder: Encoder,
+                run_dir: Path, model, *, chunk: int, batch_size: int) -> list[np.ndarray]:
+    """Both collections embedded into ``run_dir/<name>.npy`` (raw, or ``model``'s meaning)."""
+    mats = []
+    for col, name, lang in zip(cols, names, langs, strict=True):
+        view = f"meaning:{_model_key(model)}:{lang}" if model is not None else "raw"
+        transform = meaning_transform(model, lang) if model is not None else None
+        mats.append(embed_collection(col, encoder, run_dir / f"{name}.npy", transform=transform,
+                                     view=view, chunk=chunk, batch_size=batch_size))
+    return mats
 
 
 def _model_key(model) -> str:
@@ -197,15 +204,10 @@ def search_files(queries: str | Path, database: str | Path, encoder: Encoder, ou
         raise ConfigError(f"k must be >= 1 (neighbours per query), got {k}")
     if model is not None and not (query_lang and db_lang):
         raise ConfigError("searching a meaning view needs --src-lang and --tgt-lang")
-    cols, mats = [], []
-    for name, path, lang in (("queries", queries, query_lang), ("database", database, db_lang)):
-        col = open_collection(path, format, skip_bad, name)
-        view = f"meaning:{_model_key(model)}:{lang}" if model is not None else "raw"
-        transform = meaning_transform(model, lang) if model is not None else None
-        mats.append(embed_collection(col, encoder, Path(run_dir) / f"{name}.npy",
-                                     transform=transform, view=view, chunk=chunk,
-                                     batch_size=batch_size))
-        cols.append(col)
+    cols = [open_collection(queries, format, skip_bad, "queries"),
+            open_collection(database, format, skip_bad, "database")]
+    mats = _embed_both(cols, ("queries", "database"), (query_lang, db_lang), encoder,
+                       Path(run_dir), model, chunk=chunk, batch_size=batch_size)
     if k > len(cols[1]):
         logger.warning("k=%d but the database %s has %d sentences: every query gets all %d",
                        k, database, len(cols[1]), len(cols[1]))

@@ -134,8 +134,8 @@ class SentenceTransformerEncoder:
         max_length: int | None = None,
         device: str = "cpu",
     ) -> None:
-        st = require("sentence_transformers", "st", "The st: encoder backend")
         _check_model_name(model)
+        st = require("sentence_transformers", "st", "The st: encoder backend")
         defaults = family_defaults(model)
         pooling = pooling or defaults.get("pooling")
         if pooling is not None and pooling not in POOLING_MODES:

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..exceptions import ConfigError
 from ..progress import progress_bar
-from ..util.files import AtomicFile
+from ..util.files import AtomicFile, commit_together
 from .base import Encoder, check_batch_size, check_embeddings, check_texts
 from .store import EmbeddingStore
 
@@ -117,16 +117,11 @@ class CachedEncoder:
             for start in range(0, len(texts), block):
                 rows = self.encode(texts[start : start + block], batch_size=batch_size)
                 matrix.write(np.ascontiguousarray(rows, dtype="<f4").tobytes())
-            if sidecar is not None:
+            if sidecar is None:
+                matrix.commit()
+            else:  # never a new matrix beside old sentences: renamed as one step
                 sidecar.write("".join(t + "\n" for t in texts).encode("utf-8"))
-                sidecar.prepare()
-            matrix.prepare()
-            if sidecar is not None:
-                # never a new matrix beside old sentences (a silent misalignment): the old
-                # matrix goes first, so an interruption here leaves no matrix at all
-                path.unlink(missing_ok=True)
-                sidecar.commit()
-            matrix.commit()
+                commit_together([matrix, sidecar])
         except BaseException:
             matrix.discard()
             if sidecar is not None:

@@ -14,7 +14,7 @@ import numpy as np
 
 from ..data.io import read_lines
 from ..exceptions import DataError
-from ..util.files import sha256_file
+from ..util.files import finish_pending, sha256_file
 from .base import EncoderIdentity, check_batch_size, check_texts
 
 
@@ -44,6 +44,7 @@ class NpyEncoder:
     def __init__(self, matrix_path: str, texts_path: str | None = None) -> None:
         if texts_path is None:
             texts_path = os.path.splitext(matrix_path)[0] + ".txt"
+        finish_pending(os.path.dirname(os.path.abspath(matrix_path)))  # an encode cut short
         for path, what in ((matrix_path, "embedding matrix"), (texts_path, "text file")):
             if not os.path.isfile(path):
                 raise DataError(

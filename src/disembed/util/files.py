@@ -5,7 +5,13 @@ temporary file beside the target (``.<name>.tmp-<pid>-<random>``), are flushed a
 fsynced, get the permissions a plain ``open(path, "w")`` would give, and the file is
 renamed over the target (then the directory is fsynced). Readers see the old file or
 the whole new one, never a part. A process killed mid-write leaves only its temporary
-file; the next write of the same target removes temporaries whose process is gone.
+file; the next write in that folder removes temporaries whose process is gone.
+
+Several files that belong together (``encode``'s matrix and its sentences) are renamed
+with :func:`commit_together`: a small journal lists the finished temporary files before
+the first rename, and :func:`finish_pending` (run by every later write in that folder and
+by the readers of such pairs) completes the renames of a writer that was killed in
+between, so a reader sees the old pair or the new pair, never one of each.
 
 Errors of the operating system (disk full, file too large, permission denied) are
 re-raised with ``filename`` set to the target, so a message can name it.
@@ -16,6 +22,7 @@ from __future__ import annotations
 import errno
 import glob
 import hashlib
+import json
 import os
 import tempfile
 from pathlib import Path
@@ -78,6 +85,54 @@ def _fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
+_JOURNAL_MARK = ".commit-"
+
+
+def finish_pending(directory: str | os.PathLike) -> None:
+    """Complete the group renames (:func:`commit_together`) of writers in ``directory``
+    that died between their first and last rename."""
+    for journal in Path(directory).glob(f".*{_JOURNAL_MARK}*"):
+        pid = journal.name.rsplit(_JOURNAL_MARK, 1)[1]
+        if not pid.isdigit() or _pid_alive(int(pid)):
+            continue
+        _replay(journal)
+
+
+def _replay(journal: Path) -> None:
+    """Do the renames a journal lists (those already done are skipped), then drop it."""
+    try:
+        moves = json.loads(journal.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        moves = []  # written atomically, so only a foreign file can be unreadable
+    for tmp, target in moves:
+        try:
+            os.replace(tmp, target)
+        except FileNotFoundError:  # renamed before the writer stopped
+            pass
+    journal.unlink(missing_ok=True)
+    _fsync_dir(journal.parent)
+
+
+def commit_together(files: list["AtomicFile"]) -> None:
+    """Rename several prepared :class:`AtomicFile` s of one folder into place as one step
+    (see the module docstring)."""
+    directory = files[0].path.parent
+    if any(f.path.parent != directory for f in files):
+        raise ValueError("commit_together: the files must be in one folder")
+    for f in files:
+        f.prepare()
+    journal = directory / f".{files[0].path.name}{_JOURNAL_MARK}{os.getpid()}"
+    atomic_write_bytes(journal, [json.dumps([[str(f.tmp), str(f.path)] for f in files])
+                                 .encode("utf-8")])
+    try:
+        for f in files:
+            os.replace(f.tmp, f.path)
+    except OSError as exc:
+        raise _name_os_error(exc, f.path) from None
+    finally:  # also on Ctrl-C between two renames: the journal says what is left to do
+        _replay(journal)
+
+
 class AtomicFile:
     """A temporary file beside ``path`` that replaces it on :meth:`commit`.
 
@@ -96,7 +151,8 @@ class AtomicFile:
                               "write (e.g. a file name inside it)")
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            remove_stale_temps(self.path.parent, self.path.name)
+            finish_pending(self.path.parent)  # before its temporaries look stale
+            remove_stale_temps(self.path.parent)
             fd, tmp = tempfile.mkstemp(dir=self.path.parent,
                                        prefix=f".{self.path.name}{_TMP_MARK}{os.getpid()}-")
         except OSError as exc:

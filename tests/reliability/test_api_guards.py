@@ -172,9 +172,11 @@ def test_stale_temporaries_of_dead_writers_are_removed(tmp_path):
     other = tmp_path / f".shard-1.emb.tmp-{dead}-ghi789"
     for p in (stale, live, other):
         p.write_text("partial")
-    atomic_write_bytes(tmp_path / "out.tsv", [b"done\n"])
-    assert not stale.exists() and live.exists() and other.exists()
-    assert remove_stale_temps(tmp_path) == [other]
+    assert remove_stale_temps(tmp_path, "out.tsv") == [stale]  # one target's only
+    assert live.exists() and other.exists()
+    stale.write_text("partial")
+    atomic_write_bytes(tmp_path / "out.tsv", [b"done\n"])  # any write cleans the folder
+    assert not stale.exists() and not other.exists() and live.exists()
     assert (tmp_path / "out.tsv").read_bytes() == b"done\n"
 
 

@@ -9,7 +9,7 @@ cases with the user-visible behaviour.
 from __future__ import annotations
 
 import pytest
-from conftest import run_cli
+from world import run_cli
 
 ENC = "encode {a} --out {out}/e.npy --encoder hash:8"
 MINE = "mine {s} {t} --out {out}/m.tsv --encoder hash:8"

@@ -9,7 +9,7 @@ import stat
 
 import numpy as np
 import pytest
-from conftest import LINES, run_cli
+from world import LINES, run_cli
 
 import disembed.cli.encode as encode_verb
 from disembed.cli import errors
@@ -103,26 +103,66 @@ def test_a_failed_encode_leaves_the_previous_outputs(env, tmp_path, capsys, monk
     assert after == before  # the old pair, and no temporary files
 
 
-def test_an_interrupted_encode_leaves_no_mixed_pair(env, tmp_path, monkeypatch):
-    """Killed between the two renames: no matrix at all, never a new one beside old lines."""
+def _npy_bytes(matrix) -> bytes:
+    import io
+
+    buffer = io.BytesIO()
+    np.save(buffer, matrix)
+    return buffer.getvalue()
+
+
+def test_a_pair_cut_between_its_two_renames_is_finished_by_the_reader(tmp_path):
+    """A writer killed after renaming the matrix but before its sentences: the journal lets
+    the next reader (npy:) complete the pair, never read new rows beside old lines."""
+    import subprocess
+    import sys
+
+    from disembed.encoders import HashEncoder
+    from disembed.encoders.npy_encoder import NpyEncoder
+    from disembed.util.files import AtomicFile
+
+    (tmp_path / "e.npy").write_bytes(_npy_bytes(HashEncoder(8).encode(["a", "b"])))
+    (tmp_path / "e.txt").write_text("a\nb\n")
+    matrix, texts = AtomicFile(tmp_path / "e.npy"), AtomicFile(tmp_path / "e.txt")
+    matrix.write(_npy_bytes(HashEncoder(8).encode(["c", "d", "e"])))
+    texts.write(b"c\nd\ne\n")
+    matrix.prepare()
+    texts.prepare()
+    dead = int(subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                              capture_output=True, text=True, check=True).stdout)
+    (tmp_path / f".e.npy.commit-{dead}").write_text(json.dumps(
+        [[str(matrix.tmp), str(matrix.path)], [str(texts.tmp), str(texts.path)]]))
+    os.replace(matrix.tmp, matrix.path)  # ... and the writer died here
+    assert (tmp_path / "e.txt").read_text() == "a\nb\n"  # a mixed pair on disk, for now
+    reader = NpyEncoder(str(tmp_path / "e.npy"))
+    assert (tmp_path / "e.txt").read_text() == "c\nd\ne\n"
+    np.testing.assert_array_equal(reader.encode(["e", "c"]), HashEncoder(8).encode(["e", "c"]))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["e.npy", "e.txt"]
+
+
+def test_ctrl_c_between_the_two_renames_still_leaves_one_pair(tmp_path, monkeypatch):
     from disembed.encoders import HashEncoder
     from disembed.encoders.cached import CachedEncoder
     from disembed.util import files
 
     enc = CachedEncoder(HashEncoder(8), tmp_path / "cache")
     enc.encode_to_file(["a", "b"], tmp_path / "e.npy", texts_path=tmp_path / "e.txt")
-    real = files.AtomicFile.commit
+    real_replace, calls = files.os.replace, []
 
-    def commit_then_die(self):
-        real(self)
-        if self.path.suffix == ".txt":
+    def replace_then_interrupt(src, dst):
+        real_replace(src, dst)
+        calls.append(str(dst))
+        if calls[-1].endswith("e.npy"):  # the first of the pair's renames
             raise KeyboardInterrupt
 
-    monkeypatch.setattr(files.AtomicFile, "commit", commit_then_die)
+    monkeypatch.setattr(files.os, "replace", replace_then_interrupt)
     with pytest.raises(KeyboardInterrupt):
-        enc.encode_to_file(["c", "d"], tmp_path / "e.npy", texts_path=tmp_path / "e.txt")
-    assert not (tmp_path / "e.npy").exists()
-    assert not [p for p in tmp_path.iterdir() if ".tmp-" in p.name]
+        enc.encode_to_file(["c", "d", "e"], tmp_path / "e.npy", texts_path=tmp_path / "e.txt")
+    monkeypatch.setattr(files.os, "replace", real_replace)
+    assert any(c.endswith("e.npy") for c in calls)
+    assert (tmp_path / "e.txt").read_text() == "c\nd\ne\n"
+    assert np.load(tmp_path / "e.npy").shape == (3, 8)
+    assert not [p for p in tmp_path.iterdir() if ".tmp-" in p.name or ".commit-" in p.name]
 
 
 def test_a_bug_is_one_line_without_v_and_a_traceback_with_it(env, tmp_path, capsys,

@@ -27,7 +27,8 @@ def load_matrix(path: str) -> np.ndarray:
                         "NPY magic bytes); write it with numpy.save or 'disembed encode'")
     try:
         matrix = np.load(path, mmap_mode="r", allow_pickle=False)
-    except (ValueError, OSError, EOFError) as exc:
+    except Exception as exc:  # noqa: BLE001 - a damaged header raises ValueError, SyntaxError,
+        # tokenize.TokenError, OverflowError, ... (found by tests/encoders/test_npy_properties)
         first = (str(exc).splitlines() or [""])[0][:200]
         raise DataError(f"npy encoder: {path} is not a readable .npy matrix ({first}); write "
                         "it with numpy.save or 'disembed encode'") from None

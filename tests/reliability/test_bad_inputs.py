@@ -69,6 +69,10 @@ ROWS = [
      "Did you mean 'seed'"),
     ("train-unknown-language", "train --languages xx --out {out}/m --encoder hash:8", 2,
      "Unknown language code 'xx'"),
+    ("train-columns-not-languages", "train --method seed --pairs {st} --src-col src --tgt-col "
+     "tgt --out {out}/m --encoder hash:8", 2, "defaults to the column name, 'src'"),
+    *_per_verb(ENCODING_VERBS, lambda t: t + " --pooling cls",
+               "--pooling only apply to st: encoders"),
     # 5. missing files and bad --out paths: exit 2 before any work, not a traceback
     ("encode-missing-input", "encode {missing} --out {out}/e.npy --encoder hash:8", 2,
      "argument input: "),

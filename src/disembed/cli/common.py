@@ -41,19 +41,25 @@ def add_encoder(parser: argparse.ArgumentParser, default: str | None = DEFAULT_E
     group.add_argument("--cache-dtype", choices=("float32", "float16"), default="float32")
 
 
-def encoder_options(args: argparse.Namespace) -> dict:
-    """The st: options given on the command line (other encoders take none)."""
-    if not (args.encoder or "").startswith("st:"):
-        return {}
-    return {k: v for k, v in (("pooling", args.pooling), ("prefix", args.prefix),
-                              ("max_length", args.max_length)) if v is not None}
+def encoder_options(args: argparse.Namespace, spec: str | None = None) -> dict:
+    """The st: options given on the command line; other encoders take none, and giving
+    one to them is an error rather than a silently ignored setting."""
+    spec = spec or args.encoder or ""
+    given = {k: v for k, v in (("pooling", args.pooling), ("prefix", args.prefix),
+                               ("max_length", args.max_length)) if v is not None}
+    if given and not spec.startswith("st:"):
+        flags = ", ".join("--" + k.replace("_", "-") for k in given)
+        named = f"the encoder here is {spec}" if spec else "no --encoder st:... was named"
+        raise ConfigError(f"{flags} only apply to st: encoders and {named}: leave {flags} "
+                          "out or name an st: encoder")
+    return given
 
 
 def encoder_from_args(args: argparse.Namespace, spec: str | None = None):
     """The encoder ``spec`` (default ``--encoder``, else the default encoder) behind the cache."""
     spec = spec or args.encoder or DEFAULT_ENCODER
-    options = encoder_options(args) if spec.startswith("st:") else {}
-    return cached(load_encoder(spec, **options), args.cache_dir, args.cache_dtype)
+    return cached(load_encoder(spec, **encoder_options(args, spec)), args.cache_dir,
+                  args.cache_dtype)
 
 
 def workspace_from_args(args: argparse.Namespace, **changes) -> Workspace:

@@ -41,6 +41,13 @@ def test_outputs_get_plain_file_permissions(env, tmp_path, capsys):
         assert stat.S_IMODE((tmp_path / name).stat().st_mode) == 0o644
 
 
+def test_a_cache_dir_from_the_environment_that_is_a_file(env, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("DISEMBED_CACHE_DIR", str(env["afile"]))
+    code, _, err = run_cli(env.argv("encode {a} --out {out}/e.npy --encoder hash:8", tmp_path),
+                           capsys)
+    assert code == 2 and "is not a directory" in err and "DISEMBED_CACHE_DIR" in err, err
+
+
 def test_search_k_larger_than_the_database_says_what_it_wrote(env, tmp_path, capsys):
     code, out, err = run_cli(env.argv("search {s} {t} --out {out}/q.tsv --encoder hash:8 -k 100",
                                       tmp_path), capsys)

@@ -4,7 +4,7 @@ import os
 import numpy as np
 import pytest
 import torch
-from tiny_data import write_tiny_data
+from tiny_data import add_full_data, write_tiny_data
 
 from disembed.encoders import HashEncoder
 
@@ -54,20 +54,7 @@ def _no_log_noise():
     logging.getLogger("disembed").setLevel(logging.WARNING)
 
 
-PARALLEL_DE = [(f"Satz Nummer {i} ist hier.", f"Sentence number {i} is here.") for i in range(40)]
-PARALLEL_ZH = [(f"第{i}句话在这里。", f"Line {i} is right here.") for i in range(40)]
-
-
 @pytest.fixture
 def full_data_dir(tiny_data_dir):
     """``tiny_data_dir`` plus all ten STS17 tracks and de-en, zh-en training pairs."""
-    folder = tiny_data_dir / "parallel" / "wmt_newstest"
-    folder.mkdir(parents=True)
-    for lang, rows in (("de", PARALLEL_DE), ("zh", PARALLEL_ZH)):
-        lines = [f"testset\ten\t{lang}"] + [f"nt\t{en}\t{x}" for x, en in rows]
-        (folder / f"en-{lang}.tsv").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    sts = tiny_data_dir / "sts17"
-    for track in ("en-ar", "en-tr", "es-en", "fr-en", "it-en", "nl-en", "ar-ar", "es-es"):
-        (sts / f"{track}.tsv").write_text((sts / "en-de.tsv").read_text(encoding="utf-8"),
-                                          encoding="utf-8")
-    return tiny_data_dir
+    return add_full_data(tiny_data_dir)

@@ -58,3 +58,21 @@ def write_tiny_data(tmp_path):
     _write_qe(tmp_path / "wmt20_mlqe" / "dev" / "en-de.tsv",
               [(a, b, -z) for a, b, z in QE_ROWS])  # the validation split of tune
     return tmp_path
+
+
+PARALLEL_DE = [(f"Satz Nummer {i} ist hier.", f"Sentence number {i} is here.") for i in range(40)]
+PARALLEL_ZH = [(f"第{i}句话在这里。", f"Line {i} is right here.") for i in range(40)]
+
+
+def add_full_data(data_dir):
+    """Add all ten STS17 tracks and de-en, zh-en training pairs to a tiny data directory."""
+    folder = data_dir / "parallel" / "wmt_newstest"
+    folder.mkdir(parents=True)
+    for lang, rows in (("de", PARALLEL_DE), ("zh", PARALLEL_ZH)):
+        lines = [f"testset\ten\t{lang}"] + [f"nt\t{en}\t{x}" for x, en in rows]
+        (folder / f"en-{lang}.tsv").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    sts = data_dir / "sts17"
+    for track in ("en-ar", "en-tr", "es-en", "fr-en", "it-en", "nl-en", "ar-ar", "es-es"):
+        (sts / f"{track}.tsv").write_text((sts / "en-de.tsv").read_text(encoding="utf-8"),
+                                          encoding="utf-8")
+    return data_dir

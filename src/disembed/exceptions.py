@@ -40,6 +40,11 @@ class CheckpointError(DisembedError, RuntimeError):
     """A saved model or checkpoint is missing keys, has wrong shapes or is corrupt."""
 
 
+class NonFiniteError(DisembedError, ValueError):
+    """Numbers that must be finite are NaN or infinite: an encoder's output, a training
+    loss, model weights. Such values are never cached or saved."""
+
+
 class MissingDependencyError(DisembedError, ImportError):
     """An optional dependency is not installed; the message names the pip extra."""
 

@@ -1,6 +1,7 @@
 """lir, lsar, leace: each paper's equations recomputed in plain numpy by another route, the
 erasure each one promises, strict save/load, and the errors a user can hit."""
 
+import hashlib
 import json
 
 import numpy as np
@@ -9,6 +10,7 @@ from safetensors.numpy import save_file
 
 from disembed.exceptions import CheckpointError, ConfigError, DataError, ShapeError
 from disembed.methods import load_disentangler, make_method
+from disembed.methods.base import WEIGHTS_CHECKSUM
 
 
 @pytest.fixture
@@ -290,11 +292,15 @@ def test_save_load_gives_identical_outputs(name, five_languages, tmp_path):
         np.testing.assert_array_equal(loaded.language(X, lang), model.language(X, lang))
 
 
-def _rewrite(path, state):
-    """Replace the weights and the shapes config.json declares, so only the recipe checks."""
+def _rewrite(path, state, *, declare_shapes=True):
+    """Replace the weights (and their recorded checksum, so the file is not "corrupt"), and
+    with ``declare_shapes`` the shapes config.json declares, so only the recipe checks."""
     save_file(state, str(path / "model.safetensors"))
     config = json.loads((path / "config.json").read_text())
-    config["state"] = {k: list(v.shape) for k, v in state.items()}
+    if declare_shapes:
+        config["state"] = {k: list(v.shape) for k, v in state.items()}
+    config[WEIGHTS_CHECKSUM] = hashlib.sha256((path / "model.safetensors").read_bytes()
+                                              ).hexdigest()
     (path / "config.json").write_text(json.dumps(config))
 
 
@@ -318,7 +324,7 @@ def test_strict_load_rejects_wrong_keys_and_shapes(name, five_languages, tmp_pat
     path = model.save(tmp_path / "m")
     state = {k: v for k, v in model._state().items()}
     dropped = sorted(state)[0]
-    save_file({k: v for k, v in state.items() if k != dropped}, str(path / "model.safetensors"))
+    _rewrite(path, {k: v for k, v in state.items() if k != dropped}, declare_shapes=False)
     with pytest.raises(CheckpointError, match=rf"missing keys \['{dropped}'\]"):
         load_disentangler(path)
     for bad in BAD_STATES[name]:  # consistent with config.json, wrong for the recipe

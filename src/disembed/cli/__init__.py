@@ -8,7 +8,6 @@ import os
 import sys
 from typing import Sequence
 
-from ..exceptions import DisembedError
 from ..provenance import record_command
 from ..version import __version__
 from . import (
@@ -28,6 +27,7 @@ from . import (
     train,
     tune,
 )
+from .errors import ignore_file_size_signal, report
 
 VERBS = (data, prepare, encode, tune, train, evaluate, bench, scale, analyse, mine, score,
          search, export, serve, info)
@@ -52,6 +52,8 @@ def _configure_logging(verbosity: int, quiet: bool) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one verb; returns the exit code (0 done, 2 user error, 1 bug, 130 Ctrl-C: see
+    :mod:`disembed.cli.errors`)."""
     parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(argv)
@@ -59,15 +61,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     _configure_logging(args.verbose, args.quiet)
     if args.no_progress:
         os.environ["DISEMBED_PROGRESS"] = "0"
+    ignore_file_size_signal()
     try:
         return int(args.handler(args) or 0)
-    except DisembedError as exc:
-        print(f"disembed {args.verb}: error: {exc}", file=sys.stderr)  # noqa: T201
-        return 2
-    except KeyboardInterrupt:
-        print(f"disembed {args.verb}: interrupted; rerun the same command to resume",  # noqa: T201
-              file=sys.stderr)
-        return 130
+    except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001 - every error ends here
+        return report(args.verb, exc, args.verbose)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -19,15 +19,24 @@ from ..experiment.analyse import ANALYSES, AnalysisConfig, run_analyses
 from ..reports.analysis_report import render_comparisons
 from ..util.files import atomic_write_text
 from ..util.jsonsafe import dumps_json
-from .common import add_common, csv_list, items_or_all, pairs_or_all, positive_int
+from .common import (
+    add_common,
+    csv_list,
+    finite_float,
+    input_dir,
+    items_or_all,
+    output_dir,
+    pairs_or_all,
+    positive_int,
+)
 
 
 def add_parser(verbs) -> None:
     p = verbs.add_parser("analyse", help="leakage, code-switching, geometry, significance, "
                          "dimensionality and plots for several methods", description=__doc__)
-    p.add_argument("--model", action="append", default=[], metavar="DIR",
+    p.add_argument("--model", action="append", default=[], metavar="DIR", type=input_dir,
                    help="a saved model directory (repeatable); its encoder is used")
-    p.add_argument("--bench", default=None, metavar="DIR",
+    p.add_argument("--bench", default=None, metavar="DIR", type=input_dir,
                    help="only significance tests over a finished 'disembed bench' folder")
     p.add_argument("--methods", type=csv_list, default=None,
                    help=f"methods to train on the fly (default without --model: "
@@ -45,14 +54,14 @@ def add_parser(verbs) -> None:
                    help="held-out Tatoeba pairs for geometry and projections")
     p.add_argument("--probe-per-language", type=positive_int, default=400,
                    help="Tatoeba sentences per language (and English) for the LID probe")
-    p.add_argument("--codeswitch-rate", type=float, default=0.3)
+    p.add_argument("--codeswitch-rate", type=finite_float, default=0.3)
     p.add_argument("--truncation-ks", type=lambda s: [positive_int(x) for x in csv_list(s)],
                    default=[16, 64, 128, 256])
     p.add_argument("--n-resamples", type=positive_int, default=2000)
     p.add_argument("--max-epochs", type=positive_int, default=None,
                    help="epoch budget for trained methods (default: until early stopping)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", default="runs/analysis")
+    p.add_argument("--out", type=output_dir, default="runs/analysis")
     add_common(p)
     p.set_defaults(handler=run)
 

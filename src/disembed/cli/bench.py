@@ -22,7 +22,15 @@ from ..experiment import (
     shared_overrides,
 )
 from ..reports.bench_report import render_bench
-from .common import add_common, csv_list, items_or_all, pairs_or_all, positive_int
+from .common import (
+    add_common,
+    csv_list,
+    items_or_all,
+    output_dir,
+    pairs_or_all,
+    positive_float,
+    positive_int,
+)
 
 
 def add_parser(verbs) -> None:
@@ -49,15 +57,16 @@ def add_parser(verbs) -> None:
                         "first run on e5-small)")
     p.add_argument("--max-epochs", type=positive_int, default=None,
                    help="epoch budget for trained methods (default: until early stopping)")
-    p.add_argument("--time-budget", type=float, default=None, metavar="SECONDS",
+    p.add_argument("--time-budget", type=positive_float, default=None,
+                   metavar="SECONDS",
                    help="training time budget per trained method (default: none)")
-    p.add_argument("--lr", type=float, default=None,
+    p.add_argument("--lr", type=positive_float, default=None,
                    help="learning rate for trained methods (default: each recipe's)")
     p.add_argument("--params", type=read_params, default={}, metavar="FILE",
                    help="JSON {method: {param: value}}, e.g. the tuned.json of 'disembed tune'")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--no-floor", action="store_true", help="skip the hash-encoder floor row")
-    p.add_argument("--out", default="runs/bench", help="output directory")
+    p.add_argument("--out", type=output_dir, default="runs/bench", help="output directory")
     p.add_argument("--force", action="store_true", help="redo finished runs")
     add_common(p)
     p.set_defaults(handler=run)

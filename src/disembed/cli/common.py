@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import math
+import os
+from pathlib import Path
 
 from ..encoders import DEFAULT_ENCODER, load_encoder
 from ..encoders.cached import cached
 from ..evaluation import EvalOptions
+from ..exceptions import ConfigError
 from ..experiment import Workspace
 
 
@@ -19,7 +23,7 @@ def add_common(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--data-dir", default=None,
                        help="folder with tatoeba/, sts17/, wmt20_mlqe/, parallel/ "
                             "(default: $DISEMBED_DATA_DIR or ../shared/data)")
-    group.add_argument("--cache-dir", default=None,
+    group.add_argument("--cache-dir", type=cache_dir, default=None,
                        help="embedding cache (default: $DISEMBED_CACHE_DIR or ~/.cache/disembed)")
 
 
@@ -37,16 +41,24 @@ def add_encoder(parser: argparse.ArgumentParser, default: str | None = DEFAULT_E
     group.add_argument("--cache-dtype", choices=("float32", "float16"), default="float32")
 
 
-def encoder_options(args: argparse.Namespace) -> dict:
-    """The st: options given on the command line (other encoders take none)."""
-    if not (args.encoder or "").startswith("st:"):
-        return {}
-    return {k: v for k, v in (("pooling", args.pooling), ("prefix", args.prefix),
-                              ("max_length", args.max_length)) if v is not None}
+def encoder_options(args: argparse.Namespace, spec: str | None = None) -> dict:
+    """The st: options given on the command line; other encoders take none, and giving
+    one to them is an error rather than a silently ignored setting."""
+    spec = spec or args.encoder or ""
+    given = {k: v for k, v in (("pooling", args.pooling), ("prefix", args.prefix),
+                               ("max_length", args.max_length)) if v is not None}
+    if given and not spec.startswith("st:"):
+        flags = ", ".join("--" + k.replace("_", "-") for k in given)
+        named = f"the encoder here is {spec}" if spec else "no --encoder st:... was named"
+        raise ConfigError(f"{flags} only apply to st: encoders and {named}: leave {flags} "
+                          "out or name an st: encoder")
+    return given
 
 
-def encoder_from_args(args: argparse.Namespace):
-    return cached(load_encoder(args.encoder, **encoder_options(args)), args.cache_dir,
+def encoder_from_args(args: argparse.Namespace, spec: str | None = None):
+    """The encoder ``spec`` (default ``--encoder``, else the default encoder) behind the cache."""
+    spec = spec or args.encoder or DEFAULT_ENCODER
+    return cached(load_encoder(spec, **encoder_options(args, spec)), args.cache_dir,
                   args.cache_dtype)
 
 
@@ -115,3 +127,111 @@ def pairs_or_all(text: str) -> int | None:
         raise argparse.ArgumentTypeError(f"expected a number of pairs per language >= 20 or "
                                          f"'all', got {text!r}")
     return value
+
+
+# --- argument types: every value is checked here, before any work starts ------------------
+
+def finite_float(text: str) -> float:
+    """A finite number (``nan`` and ``inf`` are refused)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    """A finite number > 0 (e.g. a learning rate)."""
+    value = finite_float(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a number > 0, got {text!r}")
+    return value
+
+
+def nonnegative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}")
+    return value
+
+
+def input_file(text: str) -> str:
+    """An existing, readable file."""
+    path = Path(text)
+    if path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text} is a directory; expected a file")
+    if not path.is_file():
+        raise argparse.ArgumentTypeError(f"{text}: no such file; check the path")
+    if not os.access(path, os.R_OK):
+        raise argparse.ArgumentTypeError(f"{text}: permission denied (not readable)")
+    return text
+
+
+def input_dir(text: str) -> str:
+    """An existing directory (a saved model, a finished bench)."""
+    path = Path(text)
+    if not path.exists():
+        raise argparse.ArgumentTypeError(f"{text}: no such directory; check the path")
+    if not path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text} is a file; expected a directory")
+    return text
+
+
+def _check_parents(text: str) -> None:
+    """No existing ancestor of ``text`` may be a file (missing folders are created)."""
+    for parent in Path(text).absolute().parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise argparse.ArgumentTypeError(f"cannot write {text}: {parent} is a file, "
+                                                 "not a directory")
+            if not os.access(parent, os.W_OK):
+                raise argparse.ArgumentTypeError(f"cannot write {text}: directory {parent} is "
+                                                 "not writable")
+            return
+
+
+def output_file(text: str) -> str:
+    """A file to write (missing parent folders are created); not an existing directory."""
+    if Path(text).is_dir():
+        raise argparse.ArgumentTypeError(f"{text} is a directory; expected a file path, e.g. "
+                                         f"{Path(text) / 'out.tsv'}")
+    _check_parents(text)
+    return text
+
+
+def npy_output(text: str) -> str:
+    """An output file ending in ``.npy`` (its sentences go beside it as ``.txt``)."""
+    if Path(text).suffix.lower() != ".npy":
+        raise argparse.ArgumentTypeError(
+            f"expected a path ending in .npy (the sentences are written beside it with "
+            f".txt), got {text!r}")
+    return output_file(text)
+
+
+def output_dir(text: str) -> str:
+    """A directory to write into (created if missing); not an existing file."""
+    path = Path(text)
+    if path.exists() and not path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text} is a file; expected a directory (new or "
+                                         "existing)")
+    _check_parents(text)
+    return text
+
+
+def cache_dir(text: str) -> str:
+    """The embedding cache folder: a directory or a path where one can be made."""
+    return output_dir(text)
+
+
+def check_not_inputs(out: str, inputs: dict[str, str | None]) -> None:
+    """Refuse an output path that is one of the inputs (it would be overwritten)."""
+    for option, path in inputs.items():
+        if path and Path(path).exists() and Path(out).exists() and \
+                os.path.samefile(path, out):
+            raise ConfigError(f"--out {out} is the input {option} {path}; writing there would "
+                              "destroy the input: choose another --out")

@@ -1,4 +1,9 @@
-"""``disembed encode``: embed a text file (one sentence per line) into a .npy matrix."""
+"""``disembed encode``: embed a text file (one sentence per line) into a .npy matrix.
+
+The matrix and its sentences (``OUT`` with ``.txt``) are written to temporary files and
+renamed into place when both are complete: an interrupted run leaves the previous
+outputs as they were.
+"""
 
 from __future__ import annotations
 
@@ -7,9 +12,15 @@ import logging
 from pathlib import Path
 
 from ..data.io import read_lines
-from ..exceptions import DataError
-from ..util.files import atomic_write_bytes
-from .common import add_common, add_encoder, encoder_from_args
+from ..exceptions import ConfigError, DataError
+from .common import (
+    add_common,
+    add_encoder,
+    check_not_inputs,
+    encoder_from_args,
+    input_file,
+    npy_output,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -17,8 +28,8 @@ logger = logging.getLogger(__name__)
 def add_parser(verbs) -> None:
     p = verbs.add_parser("encode", help="embed sentences (cached) into a .npy file",
                          description=__doc__)
-    p.add_argument("input", help="UTF-8 text file, one sentence per line")
-    p.add_argument("--out", required=True,
+    p.add_argument("input", type=input_file, help="UTF-8 text file, one sentence per line")
+    p.add_argument("--out", required=True, type=npy_output,
                    help="output .npy path (float32, one row per kept line); the kept sentences "
                         "go to the same path with .txt, usable as --encoder npy:OUT")
     p.add_argument("--skip-bad-lines", action="store_true",
@@ -28,7 +39,20 @@ def add_parser(verbs) -> None:
     p.set_defaults(handler=run)
 
 
+def sentences_path(out: str, source: str) -> Path:
+    """Where the kept sentences go (``OUT`` with ``.txt``): never over the input."""
+    path = Path(out).with_suffix(".txt")
+    if path.absolute() == Path(source).absolute() or (
+            path.exists() and path.samefile(source)):
+        raise ConfigError(
+            f"--out {out} would write its sentences to {path}, which is the input file; "
+            f"choose another --out (e.g. {Path(out).with_name(Path(out).stem + '.emb.npy')})")
+    return path
+
+
 def run(args: argparse.Namespace) -> int:
+    check_not_inputs(args.out, {"INPUT": args.input})
+    texts_path = sentences_path(args.out, args.input)
     lines = read_lines(args.input)
     empty = [i + 1 for i, line in enumerate(lines) if not line.strip()]
     if empty and not args.skip_bad_lines:
@@ -36,9 +60,7 @@ def run(args: argparse.Namespace) -> int:
                         "them or pass --skip-bad-lines")
     texts = [line for line in lines if line.strip()]
     encoder = encoder_from_args(args)
-    encoder.encode_to_file(texts, args.out, batch_size=args.batch_size)
-    texts_path = Path(args.out).with_suffix(".txt")
-    atomic_write_bytes(texts_path, ["".join(t + "\n" for t in texts).encode("utf-8")])
+    encoder.encode_to_file(texts, args.out, batch_size=args.batch_size, texts_path=texts_path)
     s = encoder.stats
     print(f"{len(texts)} sentences -> {args.out} ({encoder.dim}-d, {encoder.name}); "  # noqa: T201
           f"encoded {s.encoded}, {len(texts) - s.encoded} from cache"

@@ -21,6 +21,8 @@ from .common import (
     csv_list,
     encoder_options,
     eval_options_from_args,
+    input_dir,
+    output_file,
     workspace_from_args,
 )
 
@@ -29,12 +31,13 @@ def add_parser(verbs) -> None:
     p = verbs.add_parser("evaluate", help="evaluate a model on Tatoeba, STS17, WMT20 QE, BUCC",
                          description=__doc__)
     which = p.add_mutually_exclusive_group()
-    which.add_argument("--model", help="a directory written by 'disembed train'")
+    which.add_argument("--model", type=input_dir, help="a directory written by 'disembed train'")
     which.add_argument("--method", default=None, help="an untrained method (baseline)")
     p.add_argument("--tasks", type=csv_list, default=list(DEFAULT_TASKS),
                    help="comma-separated tasks (tatoeba, sts17, wmt20-qe, bucc) or 'all'")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", default=None, help="write the result with provenance as JSON")
+    p.add_argument("--out", type=output_file, default=None,
+                   help="write the result with provenance as JSON")
     add_eval_options(p, max_items_default=None)
     add_encoder(p, default=None)
     add_common(p)

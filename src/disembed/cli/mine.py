@@ -5,9 +5,22 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ..experiment import check_model_encoder, model_encoder_spec
 from ..methods import load_disentangler
 from ..mining import BACKENDS, MARGINS, MODES, MineConfig, mine_files
-from .common import add_common, add_encoder, encoder_from_args
+from .common import (
+    add_common,
+    add_encoder,
+    check_not_inputs,
+    encoder_from_args,
+    finite_float,
+    input_dir,
+    input_file,
+    nonnegative_int,
+    output_dir,
+    output_file,
+    positive_int,
+)
 
 
 def add_input_options(p: argparse.ArgumentParser) -> None:
@@ -17,14 +30,15 @@ def add_input_options(p: argparse.ArgumentParser) -> None:
                         "the first line has a tab")
     g.add_argument("--skip-bad-lines", action="store_true",
                    help="skip empty/undecodable lines (counted) instead of stopping")
-    g.add_argument("--model", default=None,
+    g.add_argument("--model", type=input_dir, default=None,
                    help="a saved disentangler folder: use its meaning view instead of raw "
                         "embeddings (needs --src-lang/--tgt-lang)")
     g.add_argument("--src-lang", default=None, help="language of the first file (e.g. de)")
     g.add_argument("--tgt-lang", default=None, help="language of the second file (e.g. en)")
-    g.add_argument("--run-dir", default=None,
+    g.add_argument("--run-dir", type=output_dir, default=None,
                    help="where the embedded matrices go (resumable); default OUT.run/")
-    g.add_argument("--chunk", type=int, default=16384, help="sentences per resumable chunk")
+    g.add_argument("--chunk", type=positive_int, default=16384,
+                   help="sentences per resumable chunk")
     g.add_argument("--backend", choices=BACKENDS, default="exact", help="k-NN backend")
 
 
@@ -34,6 +48,18 @@ def load_model(args: argparse.Namespace):
     return load_disentangler(args.model)
 
 
+def model_and_encoder(args: argparse.Namespace):
+    """The saved model (or ``None``) and the encoder: ``--encoder``, else the model's own
+    (checked to be the one it was trained on), else the default."""
+    model = load_model(args)
+    if model is None:
+        return None, encoder_from_args(args)
+    spec = model_encoder_spec(model, args.model, args.encoder)
+    encoder = encoder_from_args(args, spec)
+    check_model_encoder(model, args.model, spec, encoder)
+    return model, encoder
+
+
 def run_dir(args: argparse.Namespace) -> Path:
     return Path(args.run_dir) if args.run_dir else Path(str(args.out) + ".run")
 
@@ -41,17 +67,20 @@ def run_dir(args: argparse.Namespace) -> Path:
 def add_parser(verbs) -> None:
     p = verbs.add_parser("mine", help="mine translation pairs from two sentence files",
                          description=__doc__)
-    p.add_argument("src", help="source sentences: one per line, or id<TAB>sentence")
-    p.add_argument("tgt", help="target sentences, same formats")
-    p.add_argument("--out", required=True, help="output TSV: score src tgt src_id tgt_id")
+    p.add_argument("src", type=input_file,
+                   help="source sentences: one per line, or id<TAB>sentence")
+    p.add_argument("tgt", type=input_file, help="target sentences, same formats")
+    p.add_argument("--out", required=True, type=output_file,
+                   help="output TSV: score src tgt src_id tgt_id")
     g = p.add_argument_group("mining")
-    g.add_argument("-k", type=int, default=4, help="neighbours for the margin (default 4)")
+    g.add_argument("-k", type=positive_int, default=4, help="neighbours for the margin (default 4)")
     g.add_argument("--margin", choices=MARGINS, default="ratio")
     g.add_argument("--mode", choices=MODES, default="max-score", help="candidate retrieval")
-    g.add_argument("--threshold", type=float, default=None, help="keep pairs scoring >= this")
-    g.add_argument("--top", type=int, default=None, help="keep at most this many pairs")
+    g.add_argument("--threshold", type=finite_float, default=None,
+                   help="keep pairs scoring >= this")
+    g.add_argument("--top", type=nonnegative_int, default=None, help="keep at most this many pairs")
     add_input_options(p)
-    add_encoder(p)
+    add_encoder(p, default=None)
     add_common(p)
     p.set_defaults(handler=run)
 
@@ -59,8 +88,10 @@ def add_parser(verbs) -> None:
 def run(args: argparse.Namespace) -> int:
     config = MineConfig(k=args.k, margin=args.margin, mode=args.mode, threshold=args.threshold,
                         top=args.top, backend=args.backend, chunk=args.chunk)
-    mined = mine_files(args.src, args.tgt, encoder_from_args(args), args.out,
-                       run_dir=run_dir(args), config=config, model=load_model(args),
+    check_not_inputs(args.out, {"SRC": args.src, "TGT": args.tgt})
+    model, encoder = model_and_encoder(args)
+    mined = mine_files(args.src, args.tgt, encoder, args.out,
+                       run_dir=run_dir(args), config=config, model=model,
                        src_lang=args.src_lang, tgt_lang=args.tgt_lang, format=args.format,
                        skip_bad=args.skip_bad_lines, batch_size=args.batch_size)
     print(f"{len(mined)} pairs -> {args.out} ({args.mode}, {args.margin} margin, "  # noqa: T201

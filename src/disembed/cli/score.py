@@ -6,24 +6,35 @@ import argparse
 
 from ..data.io import read_lines
 from ..mining import SCORE_KINDS, score_tsv
-from .common import add_common, add_encoder, encoder_from_args
+from .common import (
+    add_common,
+    add_encoder,
+    check_not_inputs,
+    encoder_from_args,
+    finite_float,
+    input_file,
+    output_file,
+    positive_int,
+)
 
 
 def add_parser(verbs) -> None:
     p = verbs.add_parser("score", help="score (and filter) given sentence pairs",
                          description=__doc__)
-    p.add_argument("pairs", help="TSV with a header row naming the two sentence columns")
-    p.add_argument("--out", required=True, help="output TSV: score + the input columns")
+    p.add_argument("pairs", type=input_file,
+                   help="TSV with a header row naming the two sentence columns")
+    p.add_argument("--out", required=True, type=output_file,
+                   help="output TSV: score + the input columns")
     p.add_argument("--src-col", default="src", help="source column (default src)")
     p.add_argument("--tgt-col", default="tgt", help="target column (default tgt)")
     p.add_argument("--score", choices=SCORE_KINDS, default="cosine",
                    help="cosine, or the ratio/distance margin against reference pools")
-    p.add_argument("-k", type=int, default=4, help="neighbours for the margin (default 4)")
-    p.add_argument("--src-pool", default=None,
+    p.add_argument("-k", type=positive_int, default=4, help="neighbours for the margin (default 4)")
+    p.add_argument("--src-pool", type=input_file, default=None,
                    help="file of source sentences (one per line) for the margin; default: the "
                         "pairs' own sources")
-    p.add_argument("--tgt-pool", default=None, help="same for targets")
-    p.add_argument("--threshold", type=float, default=None, help="write only pairs >= this")
+    p.add_argument("--tgt-pool", type=input_file, default=None, help="same for targets")
+    p.add_argument("--threshold", type=finite_float, default=None, help="write only pairs >= this")
     p.add_argument("--skip-bad-lines", action="store_true",
                    help="skip ragged rows and empty sentences (counted)")
     add_encoder(p)
@@ -32,6 +43,8 @@ def add_parser(verbs) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    check_not_inputs(args.out, {"PAIRS": args.pairs, "--src-pool": args.src_pool,
+                                "--tgt-pool": args.tgt_pool})
     pools = [[t for t in read_lines(f) if t.strip()] if f else None
              for f in (args.src_pool, args.tgt_pool)]
     n = score_tsv(args.pairs, encoder_from_args(args), args.out, src_col=args.src_col,

@@ -19,7 +19,10 @@ from .common import (
     add_encoder,
     csv_list,
     encoder_options,
+    input_file,
+    output_dir,
     pairs_or_all,
+    positive_float,
     positive_int,
     workspace_from_args,
 )
@@ -31,13 +34,14 @@ def add_parser(verbs) -> None:
     p = verbs.add_parser("train", help="train a disentangler and save it", description=__doc__)
     p.add_argument("--method", default="seed",
                    help=f"one of {', '.join(METHODS.names())}, or oracle+<trained recipe>")
-    p.add_argument("--out", required=True, help="directory for config.json + model.safetensors")
+    p.add_argument("--out", required=True, type=output_dir,
+                   help="directory for config.json + model.safetensors")
     data = p.add_argument_group("training data")
     data.add_argument("--languages", type=csv_list, default=list(DEFAULT_TRAIN_LANGUAGES),
                       help="comma-separated languages paired with English")
     data.add_argument("--pairs-per-language", type=pairs_or_all, default=2000,
                       help="pairs per language (>= 20) or 'all' (default 2000)")
-    data.add_argument("--pairs", default=None,
+    data.add_argument("--pairs", type=input_file, default=None,
                       help="your own TSV of pairs instead (with --src-col/--tgt-col)")
     data.add_argument("--src-col", default=None)
     data.add_argument("--tgt-col", default=None)
@@ -45,7 +49,7 @@ def add_parser(verbs) -> None:
     data.add_argument("--tgt-lang", default=None, help="default: the column name")
     data.add_argument("--skip-bad-lines", action="store_true")
     hp = p.add_argument_group("training (trained methods)")
-    hp.add_argument("--lr", type=float, default=None)
+    hp.add_argument("--lr", type=positive_float, default=None)
     hp.add_argument("--train-batch-size", type=positive_int, default=None)
     hp.add_argument("--max-epochs", type=positive_int, default=None,
                     help="epoch budget (default: until early stopping on the validation loss)")
@@ -71,17 +75,8 @@ def training_data(args: argparse.Namespace) -> TrainingData:
     return TrainingData(tuple(args.languages), args.pairs_per_language, seed=args.seed)
 
 
-def check_out(out: str) -> Path:
-    """``--out`` must be a folder (new or existing), not a file: checked before training."""
-    path = Path(out)
-    if path.exists() and not path.is_dir():
-        raise ConfigError(f"--out {out} is a file; give a directory for config.json + "
-                          "model.safetensors")
-    return path
-
-
 def run_verb(args: argparse.Namespace) -> int:
-    out = check_out(args.out)
+    out = Path(args.out)
     params = {k: v for k, v in (("lr", args.lr), ("batch_size", args.train_batch_size),
                                 ("max_epochs", args.max_epochs), ("max_steps", args.max_steps),
                                 ("time_budget_seconds", args.time_budget),

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from ..exceptions import ConfigError
 from ..hardware import configure_threads
 from ..registry import Registry
 from .base import Encoder, EncoderIdentity, check_texts
@@ -58,18 +59,21 @@ def _use_m3(arg: str | None, **options: Any) -> Encoder:
 
 def _st(arg: str | None, **options: Any) -> Encoder:
     if not arg:
-        raise ValueError("st: needs a model name or path, e.g. st:sentence-transformers/LaBSE")
+        raise ConfigError("st: needs a model name or path, e.g. st:sentence-transformers/LaBSE")
     return SentenceTransformerEncoder(arg, **options)
 
 
 def _npy(arg: str | None, **options: Any) -> Encoder:
     if not arg:
-        raise ValueError("npy: needs a matrix path, e.g. npy:vectors.npy[,texts.txt]")
+        raise ConfigError("npy: needs a matrix path, e.g. npy:vectors.npy[,texts.txt]")
     matrix, _, texts = arg.partition(",")
     return NpyEncoder(matrix, texts or None)
 
 
 def _hash(arg: str | None, **options: Any) -> Encoder:
+    if arg and not arg.strip().isdigit():
+        raise ConfigError(f"hash:{arg}: the part after 'hash:' is the dimension, a positive "
+                          "integer (e.g. hash:64)")
     return HashEncoder(dim=int(arg) if arg else options.pop("dim", 64), **options)
 
 

@@ -13,7 +13,7 @@ from typing import Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
-from ..exceptions import DataError
+from ..exceptions import ConfigError, DataError, NonFiniteError, ShapeError
 
 
 @dataclass(frozen=True)
@@ -71,6 +71,40 @@ def check_texts(texts: Sequence[str], source: str = "input") -> list[str]:
                 "ask for counted skips (skip_empty=True / --skip-bad-lines)"
             )
     return out
+
+
+def check_batch_size(batch_size: object, name: str) -> int:
+    """``batch_size`` as a positive ``int``, else a ConfigError naming the encoder.
+
+    Every encoder calls this first: a batch size < 1 used to skip the forward pass and
+    return uninitialised memory, which was then cached for good.
+    """
+    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) \
+            or batch_size < 1:
+        raise ConfigError(f"{name}: batch_size must be a positive integer (sentences per "
+                          f"forward pass, e.g. 64); got {batch_size!r}")
+    return int(batch_size)
+
+
+def check_embeddings(vectors: object, texts: Sequence[str], name: str, dim: int) -> np.ndarray:
+    """An encoder's output ``(len(texts), dim)`` as float32, checked to be finite.
+
+    Raises ShapeError for a wrong shape and NonFiniteError naming the encoder and the
+    first sentence whose vector holds NaN or inf.
+    """
+    out = np.asarray(vectors)
+    if out.shape != (len(texts), dim) or out.dtype.kind not in "fiu":
+        raise ShapeError(f"encoder {name} returned an array of shape {out.shape} and dtype "
+                         f"{out.dtype} for {len(texts)} sentences; expected ({len(texts)}, "
+                         f"{dim}) floats")
+    finite = np.isfinite(out).all(axis=1)
+    if not finite.all():
+        first = int(np.argmin(finite))
+        raise NonFiniteError(
+            f"encoder {name} returned NaN or infinite values for {int((~finite).sum())} of "
+            f"{len(texts)} sentences, the first is {texts[first][:80]!r}; nothing of this "
+            "batch was cached. Check the encoder (weights, precision, batch size)")
+    return np.asarray(out, dtype=np.float32)
 
 
 def supported_languages(encoder: object) -> list[str] | None:

@@ -10,11 +10,12 @@ from pathlib import Path
 from typing import Sequence
 
 import numpy as np
-from numpy.lib.format import open_memmap
 
+from ..exceptions import ConfigError
 from ..progress import progress_bar
 from ..util.cache_dir import CACHE_ENV_VAR, default_cache_dir
-from .base import Encoder, check_texts
+from ..util.files import AtomicFile, commit_together
+from .base import Encoder, check_batch_size, check_embeddings, check_texts
 from .store import EmbeddingStore
 
 logger = logging.getLogger(__name__)
@@ -61,6 +62,7 @@ class CachedEncoder:
     def encode(self, texts: Sequence[str], *, batch_size: int = 64) -> np.ndarray:
         """``(n, dim) float32`` embeddings of ``texts``, encoding only uncached ones."""
         t0 = time.perf_counter()
+        batch_size = check_batch_size(batch_size, self.name)
         texts = check_texts(texts, self.name)
         self.stats.requested += len(texts)
         spent = self.stats.encode_seconds
@@ -84,6 +86,7 @@ class CachedEncoder:
                 chunk = todo[start : start + self.chunk_size]
                 t0 = time.perf_counter()
                 vectors = self.encoder.encode(chunk, batch_size=batch_size)
+                vectors = check_embeddings(vectors, chunk, self.name, self.dim)
                 self.stats.encode_seconds += time.perf_counter() - t0
                 self.stats.encoded += len(chunk)
                 self.store.put(chunk, vectors)
@@ -91,14 +94,39 @@ class CachedEncoder:
         return len(todo)
 
     def encode_to_file(self, texts: Sequence[str], path: str | os.PathLike,
-                       *, batch_size: int = 64, block: int = 65536) -> np.memmap:
-        """Write embeddings of ``texts`` into a ``.npy`` file block by block (bounded memory)."""
-        out = open_memmap(Path(path), mode="w+", dtype=np.float32, shape=(len(texts), self.dim))
-        for start in range(0, len(texts), block):
-            out[start : start + block] = self.encode(texts[start : start + block],
-                                                     batch_size=batch_size)
-        out.flush()
-        return out
+                       *, batch_size: int = 64, block: int = 65536,
+                       texts_path: str | os.PathLike | None = None) -> np.memmap:
+        """Write embeddings of ``texts`` into a ``.npy`` file block by block (bounded memory).
+
+        The matrix (and with ``texts_path`` the sentences, one per line) are written to
+        temporary files and renamed into place only when complete: an interrupted or failed
+        run leaves the previous files as they were. Returns the matrix, memory-mapped.
+        """
+        path = Path(path)
+        texts = check_texts(texts, self.name)
+        if texts_path is not None and Path(texts_path).absolute() == path.absolute():
+            raise ConfigError(f"the sentences file {texts_path} would overwrite the matrix "
+                              f"{path}; give them different names")
+        matrix = AtomicFile(path)
+        sidecar = AtomicFile(texts_path) if texts_path is not None else None
+        try:
+            header = {"descr": np.lib.format.dtype_to_descr(np.dtype(np.float32)),
+                      "fortran_order": False, "shape": (len(texts), self.dim)}
+            np.lib.format.write_array_header_1_0(matrix, header)
+            for start in range(0, len(texts), block):
+                rows = self.encode(texts[start : start + block], batch_size=batch_size)
+                matrix.write(np.ascontiguousarray(rows, dtype="<f4").tobytes())
+            if sidecar is None:
+                matrix.commit()
+            else:  # never a new matrix beside old sentences: renamed as one step
+                sidecar.write("".join(t + "\n" for t in texts).encode("utf-8"))
+                commit_together([matrix, sidecar])
+        except BaseException:
+            matrix.discard()
+            if sidecar is not None:
+                sidecar.discard()
+            raise
+        return np.load(path, mmap_mode="r")
 
 
 def cached(encoder: Encoder, cache_dir: str | os.PathLike | None = None,

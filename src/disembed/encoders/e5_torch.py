@@ -27,7 +27,7 @@ from ..data.languages import XLMR_LANGUAGES
 from ..exceptions import ConfigError, require
 from ..hardware import configure_threads
 from ..util.files import sha256_file
-from .base import EncoderIdentity, check_texts
+from .base import EncoderIdentity, check_batch_size, check_texts
 from .e5_format import E5File, read_e5_file
 from .e5_model import E5Model
 from .e5_onnx import OrtLayers
@@ -124,6 +124,7 @@ class E5TorchEncoder:
 
     def encode(self, texts: Sequence[str], *, batch_size: int = 64) -> np.ndarray:
         """``(n, 384) float32``, L2-normalised rows."""
+        batch_size = check_batch_size(batch_size, self.name)
         texts = check_texts(texts, self.name)
         windows = self.tokenizer.windows(texts, self.side, self.max_len)
         sums = np.zeros((len(texts), self.dim), dtype=np.float64)  # (n, 384)

@@ -12,7 +12,8 @@ from typing import Sequence
 
 import numpy as np
 
-from .base import EncoderIdentity, check_texts
+from ..exceptions import ConfigError
+from .base import EncoderIdentity, check_batch_size, check_texts
 
 
 class HashEncoder:
@@ -24,6 +25,9 @@ class HashEncoder:
     """
 
     def __init__(self, dim: int = 64, salt: str = "") -> None:
+        if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)) or dim < 1:
+            raise ConfigError(f"hash encoder: dim must be a positive integer (e.g. hash:64); "
+                              f"got {dim!r}")
         self.dim = int(dim)
         self.salt = salt
         self.name = f"hash:{self.dim}"
@@ -32,6 +36,7 @@ class HashEncoder:
         )
 
     def encode(self, texts: Sequence[str], *, batch_size: int = 64) -> np.ndarray:
+        check_batch_size(batch_size, self.name)
         texts = check_texts(texts, self.name)
         out = np.empty((len(texts), self.dim), dtype=np.float32)  # (n, d)
         for i, text in enumerate(texts):

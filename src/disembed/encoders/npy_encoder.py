@@ -12,29 +12,48 @@ from typing import Sequence
 
 import numpy as np
 
+from ..data.io import read_lines
 from ..exceptions import DataError
-from ..util.files import sha256_file
-from .base import EncoderIdentity, check_texts
+from ..util.files import finish_pending, sha256_file
+from .base import EncoderIdentity, check_batch_size, check_texts
+
+
+def load_matrix(path: str) -> np.ndarray:
+    """A ``.npy`` file as a read-only ``(n, d)`` numeric memmap, or a DataError saying why not."""
+    with open(path, "rb") as f:
+        magic = f.read(6)
+    if magic != b"\x93NUMPY":
+        raise DataError(f"npy encoder: {path} is not a .npy file (it does not start with the "
+                        "NPY magic bytes); write it with numpy.save or 'disembed encode'")
+    try:
+        matrix = np.load(path, mmap_mode="r", allow_pickle=False)
+    except Exception as exc:  # noqa: BLE001 - a damaged header raises ValueError, SyntaxError,
+        # tokenize.TokenError, OverflowError, ... (found by tests/encoders/test_npy_properties)
+        first = (str(exc).splitlines() or [""])[0][:200]
+        raise DataError(f"npy encoder: {path} is not a readable .npy matrix ({first}); write "
+                        "it with numpy.save or 'disembed encode'") from None
+    if not isinstance(matrix, np.ndarray) or matrix.ndim != 2 or matrix.shape[1] < 1:
+        raise DataError(f"npy encoder: {path}: expected a 2-D (n, d) matrix with d >= 1, got "
+                        f"shape {getattr(matrix, 'shape', None)}")
+    if matrix.dtype.kind not in "fiu":
+        raise DataError(f"npy encoder: {path}: expected numbers (float32), got dtype "
+                        f"{matrix.dtype}")
+    return matrix
 
 
 class NpyEncoder:
     def __init__(self, matrix_path: str, texts_path: str | None = None) -> None:
         if texts_path is None:
             texts_path = os.path.splitext(matrix_path)[0] + ".txt"
+        finish_pending(os.path.dirname(os.path.abspath(matrix_path)))  # an encode cut short
         for path, what in ((matrix_path, "embedding matrix"), (texts_path, "text file")):
             if not os.path.isfile(path):
                 raise DataError(
                     f"npy encoder: {what} {path!r} does not exist; expected a .npy matrix "
                     "and a line-aligned .txt file (npy:vectors.npy or npy:vectors.npy,texts.txt)"
                 )
-        matrix = np.load(matrix_path, mmap_mode="r")
-        if matrix.ndim != 2:
-            raise DataError(f"{matrix_path}: expected a 2-D (n, d) matrix, got shape "
-                            f"{matrix.shape}")
-        with open(texts_path, encoding="utf-8") as f:
-            texts = f.read().split("\n")
-        if texts and texts[-1] == "":
-            texts.pop()
+        matrix = load_matrix(matrix_path)
+        texts = read_lines(texts_path)
         if len(texts) != matrix.shape[0]:
             raise DataError(
                 f"npy encoder: {texts_path} has {len(texts)} lines but {matrix_path} has "
@@ -54,6 +73,7 @@ class NpyEncoder:
         )
 
     def encode(self, texts: Sequence[str], *, batch_size: int = 64) -> np.ndarray:
+        check_batch_size(batch_size, self.name)
         texts = check_texts(texts, self.name)
         missing = [t for t in texts if t not in self._row]
         if missing:

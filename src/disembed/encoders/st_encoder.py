@@ -27,7 +27,7 @@ from typing import Sequence
 import numpy as np
 
 from ..exceptions import ConfigError, require
-from .base import EncoderIdentity, check_texts
+from .base import EncoderIdentity, check_batch_size, check_texts
 
 POOLING_MODES = ("mean", "cls", "lasttoken", "max")
 
@@ -87,6 +87,31 @@ def _call_first(obj, *names):
     raise AttributeError(f"{type(obj).__name__} has none of {names}")
 
 
+def _check_model_name(model: str) -> None:
+    """A path-like name must exist; anything else is tried as a hub name."""
+    looks_local = model.startswith(("/", "./", "../", "~")) or model.count("/") > 1 \
+        or os.sep != "/" and os.sep in model
+    if looks_local and not os.path.isdir(os.path.expanduser(model)):
+        raise ConfigError(f"st:{model}: no such model folder; give an existing folder saved by "
+                          "sentence-transformers or transformers, or a hub name such as "
+                          "sentence-transformers/LaBSE")
+
+
+def _load_model(st, model: str, pooling: str | None, normalize: bool, max_length: int | None,
+                device: str):
+    """The SentenceTransformer and its pooling (``"__saved__"``: read it from the model)."""
+    is_st_folder = os.path.isfile(os.path.join(model, "modules.json"))
+    if is_st_folder and pooling is None:
+        return st.SentenceTransformer(model, device=device), "__saved__"
+    pooling = pooling or "mean"
+    Transformer, Pooling, Normalize = _st_modules()
+    transformer = Transformer(model, max_seq_length=max_length)
+    width = _call_first(transformer, "get_embedding_dimension", "get_word_embedding_dimension")
+    pool = Pooling(width, pooling_mode=pooling)
+    modules = [transformer, pool] + ([Normalize()] if normalize else [])
+    return st.SentenceTransformer(modules=modules, device=device), pooling
+
+
 class SentenceTransformerEncoder:
     """Wraps ``sentence_transformers.SentenceTransformer`` behind the encoder protocol.
 
@@ -110,6 +135,7 @@ class SentenceTransformerEncoder:
         max_length: int | None = None,
         device: str = "cpu",
     ) -> None:
+        _check_model_name(model)
         st = require("sentence_transformers", "st", "The st: encoder backend")
         defaults = family_defaults(model)
         pooling = pooling or defaults.get("pooling")
@@ -119,22 +145,19 @@ class SentenceTransformerEncoder:
             )
         self.prefix = defaults.get("prefix", "") if prefix is None else prefix
         self.normalize = bool(normalize)
-        is_st_folder = os.path.isfile(os.path.join(model, "modules.json"))
-        if is_st_folder and pooling is None:
-            self._model = st.SentenceTransformer(model, device=device)
+        try:
+            self._model, pooling = _load_model(st, model, pooling, normalize, max_length, device)
+        except (OSError, ValueError) as exc:  # transformers' "not found" / "no network"
+            first = (str(exc).splitlines() or [""])[0][:300]
+            raise ConfigError(
+                f"st:{model}: the model could not be loaded ({type(exc).__name__}: {first}). "
+                "Give a local folder saved by sentence-transformers or transformers, or a hub "
+                "name (which needs network or a warm Hugging Face cache)") from None
+        if pooling == "__saved__":
             pooling = self._saved_pooling()
             saved_prompt = self._default_prompt()
             if prefix is None and saved_prompt:  # the folder's own default prompt, added once
                 self.prefix = saved_prompt
-        else:
-            pooling = pooling or "mean"
-            Transformer, Pooling, Normalize = _st_modules()
-            transformer = Transformer(model, max_seq_length=max_length)
-            width = _call_first(transformer, "get_embedding_dimension",
-                                "get_word_embedding_dimension")
-            pool = Pooling(width, pooling_mode=pooling)
-            modules = [transformer, pool] + ([Normalize()] if normalize else [])
-            self._model = st.SentenceTransformer(modules=modules, device=device)
         if max_length is not None:
             self._model.max_seq_length = int(max_length)
         self.dim = int(_call_first(self._model, "get_embedding_dimension",
@@ -174,6 +197,7 @@ class SentenceTransformerEncoder:
         return "saved"
 
     def encode(self, texts: Sequence[str], *, batch_size: int = 64) -> np.ndarray:
+        batch_size = check_batch_size(batch_size, self.name)
         texts = check_texts(texts, self.name)
         if self.prefix:
             texts = [self.prefix + t for t in texts]

@@ -7,9 +7,9 @@ to a temporary file, flushed and renamed, so a killed job leaves only whole
 shards behind; the next run finds them and encodes only what is missing.
 
 Every shard carries its row count, dtype, dimension and a CRC32 of its bytes. A
-truncated or corrupted shard is detected when the store opens, moved aside as
-``*.corrupt`` (nothing is deleted) and its sentences are encoded again. Reads
-go through ``numpy.memmap``: only the rows asked for are paged in.
+truncated or corrupted shard, or one holding NaN or inf, is detected when the store
+opens, moved aside as ``*.corrupt`` (nothing is deleted) and its sentences are encoded
+again. Reads go through ``numpy.memmap``: only the rows asked for are paged in.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from typing import Sequence
 import numpy as np
 
 from ..exceptions import CheckpointError, ConfigError
-from ..util.files import atomic_write_bytes
+from ..util.files import atomic_write_bytes, remove_stale_temps
 from .base import EncoderIdentity
 
 logger = logging.getLogger(__name__)
@@ -78,6 +78,9 @@ def _read_shard(path: Path, dim: int) -> tuple[_Shard, np.ndarray]:
         body = f.read()
     if zlib.crc32(body) != header["crc32"]:
         raise CheckpointError(f"{path}: checksum mismatch (corrupted)")
+    if not np.isfinite(np.frombuffer(body, dtype=dtype, offset=n * KEY_BYTES)).all():
+        raise CheckpointError(f"{path}: holds NaN or infinite embeddings (written by an "
+                              "older disembed that did not check encoder outputs)")
     keys = np.frombuffer(body[: n * KEY_BYTES], dtype=f"V{KEY_BYTES}")
     return _Shard(path, n, dim, dtype, offset), keys
 
@@ -100,7 +103,13 @@ class EmbeddingStore:
             raise ConfigError(f"cache dtype must be one of {DTYPES}, got {dtype!r}")
         self.identity, self.dtype = identity, dtype
         self.dir = Path(root) / identity.key
-        self.dir.mkdir(parents=True, exist_ok=True)
+        try:
+            self.dir.mkdir(parents=True, exist_ok=True)
+        except (FileExistsError, NotADirectoryError):
+            raise ConfigError(f"embedding cache {root} is not a directory (a file is in the "
+                              "way); pass --cache-dir DIR or set DISEMBED_CACHE_DIR to a "
+                              "folder") from None
+        remove_stale_temps(self.dir)  # left by killed jobs (a live job's are kept)
         self._check_identity()
         self._shards: list[_Shard] = []
         self._index: dict[bytes, tuple[int, int]] = {}

@@ -13,7 +13,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..exceptions import ConfigError, ShapeError
-from .base import supported_languages
+from .base import check_batch_size, supported_languages
 
 
 def truncate(X: np.ndarray, k: int) -> np.ndarray:
@@ -42,4 +42,5 @@ class TruncatedEncoder:
         self.languages = supported_languages(encoder)
 
     def encode(self, texts: Sequence[str], *, batch_size: int = 64) -> np.ndarray:
+        batch_size = check_batch_size(batch_size, self.name)
         return truncate(self.encoder.encode(texts, batch_size=batch_size), self.k)

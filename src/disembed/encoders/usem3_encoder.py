@@ -10,7 +10,7 @@ import numpy as np
 
 from ..exceptions import require
 from ..util.files import sha256_file
-from .base import EncoderIdentity, check_texts
+from .base import EncoderIdentity, check_batch_size, check_texts
 
 #: The 16 languages USE-multilingual v3 was trained on (ISO 639-1).
 USE_M3_LANGUAGES = (
@@ -45,6 +45,7 @@ class USEM3Encoder:
         self.languages = USE_M3_LANGUAGES
 
     def encode(self, texts: Sequence[str], *, batch_size: int = 64) -> np.ndarray:
+        batch_size = check_batch_size(batch_size, self.name)
         texts = check_texts(texts, self.name)
         out = np.empty((len(texts), self.dim), dtype=np.float32)  # (n, 512)
         for start in range(0, len(texts), batch_size):

@@ -7,7 +7,7 @@ recorded.
 """
 
 from .bench import DEFAULT_METHODS, BenchConfig, all_methods, run_bench
-from .params import method_params, shared_overrides
+from .params import build_method, method_params, shared_overrides
 from .run import RunHooks, RunOutputs, run
 from .spec import (
     DEFAULT_MAX_EVAL_ITEMS,
@@ -17,11 +17,20 @@ from .spec import (
     TrainingData,
     Workspace,
 )
-from .steps import embed_pairs, evaluate, fit_method, load_pairs, open_encoder
+from .steps import (
+    check_model_encoder,
+    embed_pairs,
+    evaluate,
+    fit_method,
+    load_pairs,
+    model_encoder_spec,
+    open_encoder,
+)
 from .tasks import build_tasks, check_tasks, kept_out_sets
 
 __all__ = ["DEFAULT_MAX_EVAL_ITEMS", "DEFAULT_METHODS", "DEFAULT_PAIRS_PER_LANGUAGE",
            "DEFAULT_TRAIN_LANGUAGES", "BenchConfig", "RunHooks", "RunOutputs", "RunSpec",
-           "TrainingData", "Workspace", "all_methods", "build_tasks", "check_tasks",
-           "embed_pairs", "evaluate", "fit_method", "kept_out_sets", "load_pairs",
-           "method_params", "open_encoder", "run", "run_bench", "shared_overrides"]
+           "TrainingData", "Workspace", "all_methods", "build_method", "build_tasks",
+           "check_model_encoder", "check_tasks", "embed_pairs", "evaluate", "fit_method",
+           "kept_out_sets", "load_pairs", "method_params", "model_encoder_spec", "open_encoder",
+           "run", "run_bench", "shared_overrides"]

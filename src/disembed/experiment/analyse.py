@@ -35,7 +35,7 @@ from ..provenance import environment
 from ..reports.analysis_report import write_analysis
 from ..results import ExperimentResult, RunResult
 from .bench import DEFAULT_METHODS
-from .params import shared_overrides
+from .params import build_method, shared_overrides
 from .run import RunHooks, run
 from .spec import DEFAULT_TRAIN_LANGUAGES, RunSpec, TrainingData, Workspace
 from .steps import open_encoder
@@ -74,10 +74,14 @@ class AnalysisConfig:
         unknown = [a for a in self.analyses if a not in ANALYSES]
         if unknown:
             raise ConfigError(f"unknown analyses {unknown}; choose from {', '.join(ANALYSES)}")
-        for name in self.methods:
-            method_class(name)  # registered names and oracle+<recipe>
+        overrides = shared_overrides(self.methods, {"max_epochs": self.max_epochs})
+        for name in self.methods:  # registered names, oracle+<recipe>, their settings
+            build_method(name, overrides.get(name, {}), seed=self.seed)
         if not self.methods and not self.models:
             raise ConfigError("nothing to analyse: give methods to train or saved --model dirs")
+        if "codeswitch" in self.analyses and not 0 < self.codeswitch_rate <= 1:
+            raise ConfigError(f"code-switching rate must be in (0, 1]; got "
+                              f"{self.codeswitch_rate}")
         if "truncation" in self.analyses and not self.methods:
             raise ConfigError("the truncation analysis retrains methods at each dimension; "
                               "give --methods (saved models cannot be truncated)")

@@ -26,6 +26,7 @@ from ..reports.plots import write_summary_plot
 from ..results import ExperimentResult
 from ..util.files import atomic_write_text
 from ..util.text import slug
+from .params import build_method
 from .run import RunOutputs, run
 from .spec import (
     DEFAULT_MAX_EVAL_ITEMS,
@@ -74,8 +75,8 @@ class BenchConfig:
             raise ConfigError("bench needs at least one encoder, e.g. encoders=['e5-small']")
         self.methods = list(dict.fromkeys(
             m for name in self.methods for m in (all_methods() if name == "all" else [name])))
-        for name in self.methods:
-            method_class(name)  # unknown names raise with a suggestion
+        for name in self.methods:  # unknown names, parameters and settings: all now
+            build_method(name, self.method_params.get(name, {}), seed=self.seed)
         self.tasks = list(check_tasks(self.tasks))
         self.languages = [normalize_language(x) for x in self.languages]
         self.training_data()  # validates languages and sizes now, not after the first run

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, Mapping, Sequence
 
 from ..exceptions import ConfigError
-from ..methods import method_class
+from ..methods import Disentangler, make_method, method_class
 
 
 def method_params(method: str, params: Mapping[str, Any], *, seed: int | None = None
@@ -27,6 +27,15 @@ def method_params(method: str, params: Mapping[str, Any], *, seed: int | None = 
     return out
 
 
+def build_method(method: str, params: Mapping[str, Any], *, seed: int | None = None
+                 ) -> Disentangler:
+    """An unfitted ``method`` with ``params``, every setting checked now (before any data
+    is embedded): unknown names, and a trained recipe's training settings (lr, epochs...)."""
+    model = make_method(method, **method_params(method, params, seed=seed))
+    getattr(model, "train_config", None)  # trained recipes validate it (ConfigError)
+    return model
+
+
 def shared_overrides(methods: Sequence[str], overrides: Mapping[str, Any]
                      ) -> dict[str, dict[str, Any]]:
     """Per method, the subset of ``overrides`` (``None`` values dropped) it takes."""
@@ -40,4 +49,4 @@ def shared_overrides(methods: Sequence[str], overrides: Mapping[str, Any]
     return out
 
 
-__all__ = ["method_params", "shared_overrides"]
+__all__ = ["build_method", "method_params", "shared_overrides"]

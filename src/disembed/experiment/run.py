@@ -23,12 +23,19 @@ from ..analysis.items import ITEMS_FILE, attach_items, save_items
 from ..encoders import Encoder
 from ..evaluation import Task, TaskScores
 from ..exceptions import ConfigError
-from ..methods import Disentangler, load_disentangler, make_method
+from ..methods import Disentangler, load_disentangler
 from ..provenance import environment
 from ..results import RunResult
-from .params import method_params
+from .params import build_method
 from .spec import RunSpec, Workspace
-from .steps import evaluate, fit_method, load_pairs, open_encoder
+from .steps import (
+    check_model_encoder,
+    evaluate,
+    fit_method,
+    load_pairs,
+    model_encoder_spec,
+    open_encoder,
+)
 from .tasks import check_tasks
 
 logger = logging.getLogger(__name__)
@@ -83,6 +90,7 @@ def run(spec: RunSpec, workspace: Workspace = Workspace(), *,
     hooks = hooks or RunHooks()
     tasks = check_tasks(spec.tasks)
     saved = load_disentangler(spec.model_dir) if spec.model_dir else None
+    unfitted = None if saved else build_method(spec.method, spec.params, seed=spec.seed)
     spec = _with_saved_model(spec, saved)
     encoder = encoder or open_encoder(spec, workspace)
     _check_encoder(spec, saved, encoder)
@@ -95,7 +103,7 @@ def run(spec: RunSpec, workspace: Workspace = Workspace(), *,
     stats_before = _encode_seconds(encoder)
     t0 = time.perf_counter()
     if saved is None:
-        model, training = _fit(spec, tasks, encoder, workspace, outputs, hooks)
+        model, training = _fit(unfitted, spec, tasks, encoder, workspace, outputs, hooks)
     else:
         model, training = saved, dict(saved.metadata_.get("training") or {})
     t_fit = time.perf_counter()
@@ -125,26 +133,12 @@ def _with_saved_model(spec: RunSpec, saved: Disentangler | None) -> RunSpec:
         return spec
     spec = spec.with_(method=saved.name,
                       label=spec.label or f"{saved.name} ({spec.model_dir})")
-    if spec.encoder is not None:
-        return spec
-    name = saved.metadata_.get("encoder_spec")
-    if not name:
-        raise ConfigError(f"the model in {spec.model_dir} does not record which encoder it was "
-                          "trained on; name it (--encoder SPEC)")
-    return spec.with_(encoder=name)
+    return spec.with_(encoder=model_encoder_spec(saved, spec.model_dir, spec.encoder))
 
 
 def _check_encoder(spec: RunSpec, saved: Disentangler | None, encoder: Encoder) -> None:
-    trained_on = (saved.metadata_.get("encoder") if saved is not None else None)
-    if trained_on and trained_on != encoder.identity.to_dict():
-        raise ConfigError(
-            f"the model in {spec.model_dir} was trained on encoder "
-            f"{saved.metadata_.get('encoder_spec') or trained_on} but this run uses "
-            f"{spec.encoder} ({encoder.identity.to_dict()}); evaluate it with the encoder it "
-            "was trained on (leave --encoder out to use it)")
-    if saved is not None and encoder.dim != saved.dim_:
-        raise ConfigError(f"the model in {spec.model_dir} expects {saved.dim_}-d embeddings but "
-                          f"encoder {spec.encoder} gives {encoder.dim}-d")
+    if saved is not None:
+        check_model_encoder(saved, spec.model_dir, spec.encoder, encoder)
 
 
 def _finished(run_dir: Path, fingerprint: str, encoder: Encoder,
@@ -168,10 +162,9 @@ def _finished(run_dir: Path, fingerprint: str, encoder: Encoder,
     return previous
 
 
-def _fit(spec: RunSpec, tasks: Sequence[str], encoder: Encoder, workspace: Workspace,
-         outputs: RunOutputs, hooks: RunHooks) -> tuple[Disentangler, dict]:
-    params = method_params(spec.method, spec.params, seed=spec.seed)
-    model = make_method(spec.method, **params)
+def _fit(model: Disentangler, spec: RunSpec, tasks: Sequence[str], encoder: Encoder,
+         workspace: Workspace, outputs: RunOutputs, hooks: RunHooks
+         ) -> tuple[Disentangler, dict]:
     if spec.data is None:
         if model.needs_data:
             raise ConfigError(f"{spec.method} must be trained: give the run training data "

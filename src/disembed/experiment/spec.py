@@ -63,6 +63,7 @@ class TrainingData:
             if self.src_col == self.tgt_col:
                 raise ConfigError(f"src_col and tgt_col are both {self.src_col!r}: that trains "
                                   "on copies of one column; name two different columns")
+            self._check_file_languages()
             return
         if isinstance(self.holdout_per_language, bool) or not isinstance(
                 self.holdout_per_language, int) or self.holdout_per_language < 0:
@@ -82,6 +83,18 @@ class TrainingData:
         object.__setattr__(self, "languages", langs)
         if self.keep_out is not None:
             object.__setattr__(self, "keep_out", tuple(self.keep_out))
+
+    def _check_file_languages(self) -> None:
+        """The languages of a pairs file (by default its column names) must be known codes."""
+        for lang, col, option in ((self.src_lang, self.src_col, "--src-lang"),
+                                  (self.tgt_lang, self.tgt_col, "--tgt-lang")):
+            try:
+                normalize_language(lang or col)
+            except ConfigError:
+                source = "is" if lang else "defaults to the column name"
+                raise ConfigError(
+                    f"the language of column {col!r} {source}, {lang or col!r}, which is not a "
+                    f"language code; name it with {option} (e.g. {option} de)") from None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

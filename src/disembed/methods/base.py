@@ -9,6 +9,7 @@ part and (for most methods) a language part. It saves as ``config.json`` +
 
 from __future__ import annotations
 
+import hashlib
 import inspect
 import json
 import logging
@@ -18,12 +19,14 @@ from typing import Any, ClassVar, Sequence
 
 import numpy as np
 
-from ..exceptions import CheckpointError, NotFittedError, ShapeError
+from ..exceptions import CheckpointError, NonFiniteError, NotFittedError, ShapeError
 from ..util.files import atomic_write_bytes
 
 logger = logging.getLogger(__name__)
 
 FORMAT_VERSION = 1
+#: config.json key holding the sha256 (hex) of model.safetensors, checked on load
+WEIGHTS_CHECKSUM = "weights_sha256"
 
 Languages = str | Sequence[str]
 
@@ -134,6 +137,12 @@ class Disentangler(ABC):
             raise NotFittedError(f"cannot save an unfitted {type(self).__name__}")
         directory = Path(directory)
         state = {k: np.ascontiguousarray(v) for k, v in self._state().items()}
+        bad = sorted(k for k, v in state.items() if not np.isfinite(v).all())
+        if bad:
+            raise NonFiniteError(f"refusing to save this {type(self).__name__}: its weights "
+                                 f"{bad} hold NaN or infinite values (training diverged; "
+                                 "retrain with a lower learning rate, --lr)")
+        blob = save_tensors(state)
         config = {
             "format_version": FORMAT_VERSION,
             "method": self.name,
@@ -142,49 +151,64 @@ class Disentangler(ABC):
             "state": {k: list(v.shape) for k, v in state.items()},
             "learned": self._extra_config(),
             "metadata": metadata or {},
+            WEIGHTS_CHECKSUM: hashlib.sha256(blob).hexdigest(),
         }
-        atomic_write_bytes(directory / "model.safetensors", [save_tensors(state)])
+        # weights first: a run killed in between leaves a config whose checksum no longer
+        # matches, which load_disentangler reports, never a silent mix of two models
+        atomic_write_bytes(directory / "model.safetensors", [blob])
         atomic_write_bytes(directory / "config.json",
                            [json.dumps(config, indent=2, sort_keys=True, default=str).encode()])
         return directory
 
 
-def load_disentangler(directory: str | Path) -> Disentangler:
-    """Load a saved disentangler; every key and shape is checked against its config.
+def _verify_checksum(weights_path: Path, recorded: str | None) -> None:
+    """The sha256 of the weights file must match the one ``save`` recorded."""
+    if recorded is None:
+        logger.warning("%s was saved without a checksum (by an older disembed); loading it "
+                       "unverified", weights_path)
+        return
+    h = hashlib.sha256()
+    with open(weights_path, "rb") as f:
+        while block := f.read(1 << 20):
+            h.update(block)
+    if h.hexdigest() != recorded:
+        raise CheckpointError(
+            f"{weights_path} does not match the checksum in config.json (sha256 "
+            f"{h.hexdigest()[:16]}..., recorded {str(recorded)[:16]}...): the file is "
+            "corrupt or was changed after saving; restore it or train the model again")
 
-    ``method`` is a registered name, an alias or a composed name (``"oracle+meat"``), its
-    params the hyperparameters; both go to :func:`~disembed.methods.make_method`, so
-    models saved when ``oracle+meat`` was a generated class (params holding
-    ``oracle_variant``/``oracle_weight``) load as MEAT with ORACLE's terms.
-    """
-    from safetensors import SafetensorError
-    from safetensors.numpy import load_file
 
-    from . import make_method
-
-    directory = Path(directory)
-    cfg_path, weights_path = directory / "config.json", directory / "model.safetensors"
-    for path in (cfg_path, weights_path):
-        if not path.is_file():
-            raise CheckpointError(f"{directory} is not a saved disentangler: {path.name} is "
-                                  "missing (expected config.json + model.safetensors)")
+def _read_config(cfg_path: Path) -> dict[str, Any]:
     try:
-        config = json.loads(cfg_path.read_text())
+        config = json.loads(cfg_path.read_text(encoding="utf-8"))
     except ValueError as exc:
         raise CheckpointError(f"{cfg_path} is not valid JSON: {exc}") from None
-    for key in ("format_version", "method", "params", "dim", "state"):
-        if key not in config:
-            raise CheckpointError(f"{cfg_path} has no {key!r} entry; expected keys "
-                                  "format_version, method, params, dim, state")
+    kinds = {"format_version": int, "method": str, "params": dict, "dim": int, "state": dict}
+    for key, kind in kinds.items():
+        if not isinstance(config, dict) or not isinstance(config.get(key), kind):
+            raise CheckpointError(f"{cfg_path} has no valid {key!r} entry (a "
+                                  f"{kind.__name__}); expected keys {', '.join(kinds)}")
     if config["format_version"] != FORMAT_VERSION:
         raise CheckpointError(f"{cfg_path}: format_version {config['format_version']}, this "
                               f"disembed reads {FORMAT_VERSION}")
+    return config
+
+
+def _read_state(weights_path: Path, cfg_path: Path, config: dict[str, Any]
+                ) -> dict[str, np.ndarray]:
+    from safetensors import SafetensorError
+    from safetensors.numpy import load_file
+
+    _verify_checksum(weights_path, config.get(WEIGHTS_CHECKSUM))
     try:
         state = load_file(str(weights_path))
     except (SafetensorError, OSError) as exc:
         raise CheckpointError(f"{weights_path} could not be read ({exc}); re-save the "
                               "model") from None
-    expected = {k: tuple(v) for k, v in config["state"].items()}
+    try:
+        expected = {k: tuple(v) for k, v in config["state"].items()}
+    except TypeError:
+        raise CheckpointError(f"{cfg_path}: 'state' must map tensor names to shapes") from None
     got = {k: tuple(v.shape) for k, v in state.items()}
     if expected != got:
         missing = sorted(set(expected) - set(got))
@@ -193,8 +217,38 @@ def load_disentangler(directory: str | Path) -> Disentangler:
         raise CheckpointError(
             f"{weights_path} does not match {cfg_path}: missing keys {missing}, unexpected keys "
             f"{unexpected}, wrong shapes {[(k, expected[k], got[k]) for k in wrong]}")
-    model = make_method(config["method"], **config["params"])
-    model.dim_ = int(config["dim"])
+    bad = sorted(k for k, v in state.items() if not np.isfinite(v).all())
+    if bad:
+        raise CheckpointError(f"{weights_path}: weights {bad} hold NaN or infinite values; "
+                              "the file is corrupt or the training diverged: retrain it")
+    return state
+
+
+def load_disentangler(directory: str | Path) -> Disentangler:
+    """Load a saved disentangler; the weights' checksum, every key and every shape are
+    checked against its config.
+
+    ``method`` is a registered name, an alias or a composed name (``"oracle+meat"``), its
+    params the hyperparameters; both go to :func:`~disembed.methods.make_method`, so
+    models saved when ``oracle+meat`` was a generated class (params holding
+    ``oracle_variant``/``oracle_weight``) load as MEAT with ORACLE's terms.
+    """
+    from . import make_method
+
+    directory = Path(directory)
+    cfg_path, weights_path = directory / "config.json", directory / "model.safetensors"
+    for path in (cfg_path, weights_path):
+        if not path.is_file():
+            raise CheckpointError(f"{directory} is not a saved disentangler: {path.name} is "
+                                  "missing (expected config.json + model.safetensors)")
+    config = _read_config(cfg_path)
+    state = _read_state(weights_path, cfg_path, config)
+    try:
+        model = make_method(config["method"], **config["params"])
+    except TypeError as exc:
+        raise CheckpointError(f"{cfg_path}: its params do not fit {config['method']} "
+                              f"({exc}); was it saved by another disembed version?") from None
+    model.dim_ = config["dim"]
     model._set_state(state, config.get("learned", {}))
     model.metadata_ = config.get("metadata", {})
     return model

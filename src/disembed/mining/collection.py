@@ -2,16 +2,17 @@
 
 A collection is a UTF-8 file with one sentence per line (``text``) or
 ``id<TAB>sentence`` per line (``tsv``; ``auto`` picks ``tsv`` when the first line
-has a tab). Indexing scans the file once and keeps, per kept line, its byte
-offset and 1-based line number: ``(n,) int64`` each, 16 bytes a line (16 MB for
-a million lines). Sentences and ids are read back on demand, in chunks for
-encoding and by row for the mined pairs. Bad lines (undecodable bytes, empty
-sentences, a missing tab) are errors naming file and line, or with
-``skip_bad=True`` skipped and counted.
+has a tab). Indexing scans the file once, hashes its bytes (blake2b: the key for
+resuming an embedding) and keeps, per kept line, its byte offset and 1-based line
+number: ``(n,) int64`` each, 16 bytes a line (16 MB for a million lines). Sentences
+and ids are read back on demand, in chunks for encoding and by row for the mined
+pairs. Bad lines (undecodable bytes, empty sentences, a missing tab) are errors
+naming file and line, or with ``skip_bad=True`` skipped and counted.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -61,6 +62,7 @@ class Collection:
     offsets: np.ndarray  # (n,) int64 byte offset of each kept line
     lines: np.ndarray  # (n,) int64 1-based line number of each kept line
     report: ReadReport = field(default_factory=lambda: ReadReport(""))
+    digest: str = ""  # blake2b of the file's bytes when indexed (the resume key)
 
     @classmethod
     def open(cls, path: str | Path, format: Format = "auto", skip_bad: bool = False
@@ -72,9 +74,11 @@ class Collection:
             raise ConfigError(f"format must be auto, text or tsv, got {format!r}")
         fmt = _detect(path) if format == "auto" else format
         offsets, lines, report = [], [], ReadReport(str(path))
+        content = hashlib.blake2b(digest_size=16)
         with open(path, "rb") as f:
             pos = 0
             for lineno, raw in enumerate(f, start=1):
+                content.update(raw)
                 try:
                     _parse(raw.rstrip(b"\n"), fmt, f"{path}:{lineno}")
                 except DataError as exc:
@@ -91,7 +95,7 @@ class Collection:
             logger.warning("%s: skipped %d bad line(s), e.g. %s", path, report.skipped,
                            report.reasons[0])
         return cls(path, fmt, np.asarray(offsets, dtype=np.int64),
-                   np.asarray(lines, dtype=np.int64), report)
+                   np.asarray(lines, dtype=np.int64), report, content.hexdigest())
 
     def __len__(self) -> int:
         return len(self.offsets)
@@ -119,7 +123,8 @@ class Collection:
                 yield r0, texts
 
     def fingerprint(self) -> dict:
-        """What identifies the file's content for resuming (path, size, mtime, rows)."""
-        st = self.path.stat()
-        return {"path": str(self.path.resolve()), "size": st.st_size,
-                "mtime_ns": st.st_mtime_ns, "rows": len(self), "format": self.format}
+        """What identifies the file's content for resuming: a hash of its bytes (taken while
+        indexing, so an edit that keeps size and modification time is still seen), the
+        kept rows and the format."""
+        return {"blake2b": self.digest, "rows": len(self), "format": self.format,
+                "skipped": self.report.skipped}

@@ -5,7 +5,8 @@ Memory model: sentences are read ``chunk`` rows at a time, encoded through the
 L2-normalised and written into ``<run_dir>/<name>.npy`` (an ``(n, d) float32``
 ``numpy`` memmap). After each chunk is flushed, ``<name>.json`` records the rows
 done (written atomically). A rerun with the same file, encoder and view resumes
-after the last recorded chunk; anything else starts over. Peak memory is one
+after the last recorded chunk; anything else starts over (the file is keyed by a
+hash of its bytes, not its size and modification time). Peak memory is one
 chunk of sentences and vectors, whatever the collection size; the embedding cache
 also keeps every chunk, so a rerun in another run directory encodes nothing.
 """
@@ -23,7 +24,7 @@ from numpy.lib.format import open_memmap
 from ..encoders import Encoder
 from ..progress import progress_bar
 from ..retrieval.knn import normalize_rows
-from ..util.files import atomic_write_bytes
+from ..util.files import atomic_write_bytes, preallocate
 from .collection import Collection
 
 logger = logging.getLogger(__name__)
@@ -50,6 +51,8 @@ def embed_collection(collection: Collection, encoder: Encoder, path: str | Path,
     meta_path = path.with_suffix(".json")
     meta = _meta(collection, encoder, view)
     done = _resume_point(meta_path, path, meta)
+    if done == 0:
+        meta_path.unlink(missing_ok=True)  # the matrix is rewritten: its old record goes first
     n = len(collection)
     with progress_bar(n, f"embed {collection.path.name}", unit="sent", initial=done) as bar:
         out = None
@@ -70,7 +73,13 @@ def embed_collection(collection: Collection, encoder: Encoder, path: str | Path,
 def _open(path: Path, n: int, d: int, fresh: bool) -> np.memmap:
     if fresh:
         path.parent.mkdir(parents=True, exist_ok=True)
-        return open_memmap(path, mode="w+", dtype=np.float32, shape=(n, d))
+        try:
+            out = open_memmap(path, mode="w+", dtype=np.float32, shape=(n, d))
+        except OSError as exc:
+            exc.filename = exc.filename or str(path)
+            raise
+        preallocate(path)  # a full disk is an OSError now, not a SIGBUS mid-write
+        return out
     return open_memmap(path, mode="r+")
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,7 +23,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..encoders import Encoder
-from ..exceptions import ConfigError
+from ..exceptions import ConfigError, DataError
 from ..retrieval.margin import MARGINS, MODES, Margin, Mode, candidates, check_choice, select
 from ..retrieval.search import check_backend, search, search_both
 from ..util.files import atomic_write_bytes
@@ -63,6 +64,9 @@ class MineConfig:
         check_backend(self.backend)
         if self.k < 1:
             raise ConfigError(f"k must be >= 1, got {self.k}")
+        if self.threshold is not None and not math.isfinite(self.threshold):
+            raise ConfigError(f"threshold must be a finite number (or None for no threshold), "
+                              f"got {self.threshold}")
         if self.top is not None and self.top < 0:
             raise ConfigError(f"top must be >= 0, got {self.top}")
         if self.chunk < 1:
@@ -80,6 +84,15 @@ class Mined:
 
     def __len__(self) -> int:
         return len(self.score)
+
+
+@dataclass(frozen=True)
+class Searched:
+    """What :func:`search_files` wrote: ``queries`` x ``neighbours`` = ``rows`` lines."""
+
+    queries: int
+    neighbours: int
+    rows: int
 
 
 def mine_embeddings(x: np.ndarray, y: np.ndarray, config: MineConfig | None = None) -> Mined:
@@ -109,16 +122,11 @@ def mine_files(src: str | Path, tgt: str | Path, encoder: Encoder, out: str | Pa
     if model is not None and not (src_lang and tgt_lang):
         raise ConfigError("mining with a disentangler's meaning view needs the language of "
                           "each file: pass src_lang and tgt_lang (--src-lang/--tgt-lang)")
-    run_dir = Path(run_dir)
-    cols, mats = [], []
     t0 = time.perf_counter()
-    for name, path, lang in (("src", src, src_lang), ("tgt", tgt, tgt_lang)):
-        col = Collection.open(path, format, skip_bad)
-        view = f"meaning:{_model_key(model)}:{lang}" if model is not None else "raw"
-        transform = meaning_transform(model, lang) if model is not None else None
-        mats.append(embed_collection(col, encoder, run_dir / f"{name}.npy", transform=transform,
-                                     view=view, chunk=cfg.chunk, batch_size=batch_size))
-        cols.append(col)
+    cols = [open_collection(src, format, skip_bad, "source"),
+            open_collection(tgt, format, skip_bad, "target")]
+    mats = _embed_both(cols, ("src", "tgt"), (src_lang, tgt_lang), encoder, Path(run_dir),
+                       model, chunk=cfg.chunk, batch_size=batch_size)
     embed_s = time.perf_counter() - t0
     mined = mine_embeddings(mats[0], mats[1], cfg)
     mined.seconds["embed"] = embed_s
@@ -126,6 +134,29 @@ def mine_files(src: str | Path, tgt: str | Path, encoder: Encoder, out: str | Pa
     logger.info("mined %d pairs (%d after text dedup) from %d x %d sentences -> %s", len(mined),
                 kept, len(cols[0]), len(cols[1]), out)
     return mined
+
+
+def open_collection(path: str | Path, format: Format, skip_bad: bool, role: str
+                    ) -> Collection:
+    """:meth:`Collection.open` that refuses a file with no sentences to use."""
+    col = Collection.open(path, format, skip_bad)
+    if not len(col):
+        skipped = f" ({col.report.skipped} bad lines skipped)" if col.report.skipped else ""
+        raise DataError(f"{path}: no sentences{skipped}; the {role} file needs at least one "
+                        "non-empty line")
+    return col
+
+
+def _embed_both(cols: list[Collection], names: tuple[str, str], langs: tuple, encoder: Encoder,
+                run_dir: Path, model, *, chunk: int, batch_size: int) -> list[np.ndarray]:
+    """Both collections embedded into ``run_dir/<name>.npy`` (raw, or ``model``'s meaning)."""
+    mats = []
+    for col, name, lang in zip(cols, names, langs, strict=True):
+        view = f"meaning:{_model_key(model)}:{lang}" if model is not None else "raw"
+        transform = meaning_transform(model, lang) if model is not None else None
+        mats.append(embed_collection(col, encoder, run_dir / f"{name}.npy", transform=transform,
+                                     view=view, chunk=chunk, batch_size=batch_size))
+    return mats
 
 
 def _model_key(model) -> str:
@@ -163,22 +194,24 @@ def search_files(queries: str | Path, database: str | Path, encoder: Encoder, ou
                  *, run_dir: str | Path, k: int = 10, backend: str = "exact", model=None,
                  query_lang: str | None = None, db_lang: str | None = None,
                  format: Format = "auto", skip_bad: bool = False, chunk: int = 16384,
-                 batch_size: int = 64) -> int:
+                 batch_size: int = 64) -> Searched:
     """Write the ``k`` nearest ``database`` sentences of every query as a TSV.
 
-    Columns ``query_id rank score match_id query match``; returns the number of queries.
+    Columns ``query_id rank score match_id query match``. A database smaller than ``k``
+    gives every query all of its sentences (a warning says so); the returned
+    :class:`Searched` holds the numbers actually written.
     """
+    if k < 1:
+        raise ConfigError(f"k must be >= 1 (neighbours per query), got {k}")
     if model is not None and not (query_lang and db_lang):
         raise ConfigError("searching a meaning view needs --src-lang and --tgt-lang")
-    cols, mats = [], []
-    for name, path, lang in (("queries", queries, query_lang), ("database", database, db_lang)):
-        col = Collection.open(path, format, skip_bad)
-        view = f"meaning:{_model_key(model)}:{lang}" if model is not None else "raw"
-        transform = meaning_transform(model, lang) if model is not None else None
-        mats.append(embed_collection(col, encoder, Path(run_dir) / f"{name}.npy",
-                                     transform=transform, view=view, chunk=chunk,
-                                     batch_size=batch_size))
-        cols.append(col)
+    cols = [open_collection(queries, format, skip_bad, "queries"),
+            open_collection(database, format, skip_bad, "database")]
+    mats = _embed_both(cols, ("queries", "database"), (query_lang, db_lang), encoder,
+                       Path(run_dir), model, chunk=chunk, batch_size=batch_size)
+    if k > len(cols[1]):
+        logger.warning("k=%d but the database %s has %d sentences: every query gets all %d",
+                       k, database, len(cols[1]), len(cols[1]))
     D, I = search(mats[0], mats[1], min(k, len(cols[1])), backend)  # noqa: E741
     lines = ["query_id\trank\tscore\tmatch_id\tquery\tmatch\n"]
     for q0 in range(0, len(D), 4096):
@@ -189,4 +222,4 @@ def search_files(queries: str | Path, database: str | Path, encoder: Encoder, ou
             for rank, ((mid, mtext), score) in enumerate(matches, 1):
                 lines.append(f"{qid}\t{rank}\t{score:.6f}\t{mid}\t{qtext}\t{mtext}\n")
     atomic_write_bytes(Path(out), [line.encode("utf-8") for line in lines])
-    return len(D)
+    return Searched(queries=len(D), neighbours=D.shape[1], rows=len(lines) - 1)

@@ -9,6 +9,7 @@ own sides, i.e. margin within the bitext).
 from __future__ import annotations
 
 import logging
+import math
 from pathlib import Path
 
 import numpy as np
@@ -63,6 +64,11 @@ def score_tsv(path: str | Path, encoder: Encoder, out: str | Path, *, src_col: s
     path = Path(path)
     if not path.is_file():
         raise DataError(f"{path}: no such file")
+    if threshold is not None and not math.isfinite(threshold):
+        raise ConfigError(f"threshold must be a finite number (or None), got {threshold}")
+    if path.stat().st_size == 0:
+        raise DataError(f"{path}: the file is empty; expected a header row naming the columns "
+                        f"{src_col!r} and {tgt_col!r}, then one pair per line")
     header = [c for c in _header(path) if c != "score"]
     columns = header + [c for c in (src_col, tgt_col) if c not in header]  # missing: an error
     rows, _ = read_tsv(path, columns, skip_bad=skip_bad, required_nonempty=[src_col, tgt_col])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import logging
 import math
 from pathlib import Path
@@ -12,6 +13,7 @@ import numpy as np
 from ..evaluation.results import TaskScores
 from ..exceptions import MissingDependencyError, require
 from ..results import RunResult
+from ..util.files import atomic_write_bytes
 
 logger = logging.getLogger(__name__)
 
@@ -31,15 +33,12 @@ def save_png(fig, path: str | Path) -> Path:
     """Write ``fig`` as a PNG atomically (a temporary file, then a rename) and close it."""
     import matplotlib.pyplot as plt
 
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(".tmp-" + path.name)
+    buffer = io.BytesIO()
     try:
-        fig.savefig(tmp, dpi=110, format="png", bbox_inches="tight")
+        fig.savefig(buffer, dpi=110, format="png", bbox_inches="tight")
     finally:
         plt.close(fig)
-    tmp.replace(path)
-    return path
+    return atomic_write_bytes(path, [buffer.getvalue()])
 
 
 def plot_summary(results: Sequence[tuple[str, TaskScores]], path: str | Path) -> Path:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass
 from typing import Literal
 
@@ -58,7 +59,7 @@ class TrainConfig:
 
     def __post_init__(self) -> None:
         checks = [
-            (self.lr > 0, "lr must be > 0"),
+            (math.isfinite(self.lr) and self.lr > 0, "lr must be a finite number > 0"),
             (self.batch_size >= 2, "batch_size must be >= 2 (negatives come from the batch)"),
             (self.max_epochs is None or self.max_epochs >= 1,
              "max_epochs must be >= 1, or None to train until early stopping"),
@@ -69,7 +70,8 @@ class TrainConfig:
             (self.patience >= 1, "patience must be >= 1"),
             (0 < self.val_fraction < 0.5, "val_fraction must be in (0, 0.5)"),
             (self.negatives in ("paper", "official"), "negatives must be 'paper' or 'official'"),
-            (self.weight_decay >= 0, "weight_decay must be >= 0"),
+            (math.isfinite(self.weight_decay) and self.weight_decay >= 0,
+             "weight_decay must be a finite number >= 0"),
         ]
         for ok, message in checks:
             if not ok:

@@ -24,6 +24,7 @@ The loop is :func:`train` over small steps on a :class:`~.state.TrainState`:
 from __future__ import annotations
 
 import logging
+import math
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -31,7 +32,7 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
-from ..exceptions import CheckpointError
+from ..exceptions import CheckpointError, NonFiniteError
 from ..hardware import configure_threads
 from ..progress import progress_bar
 from .batches import Adversary, Batch, LossFn, PairData, make_batch, row_chunks
@@ -164,10 +165,11 @@ def run_epoch(state: TrainState, data: PairData, config: TrainConfig,
         if state.adversary is not None:
             _adversary_step(state, batch)
         loss, _ = loss_fn(batch)
+        value = finite_loss(loss.item(), f"epoch {state.epoch + 1}, step {steps + 1}", config)
         state.optimizer.zero_grad(set_to_none=True)
         loss.backward()
         state.optimizer.step()
-        total += loss.item()
+        total += value
         steps += 1
         pairs += len(rows)
         state.history.steps += 1
@@ -204,7 +206,17 @@ def validate(state: TrainState, data: PairData, config: TrainConfig,
             terms_sum[k] = terms_sum.get(k, 0.0) + float(v) * rows
         count += rows
     terms = {k: v / max(count, 1) for k, v in terms_sum.items()}
-    return total / max(count, 1), terms, time.perf_counter() - t0
+    mean = finite_loss(total / max(count, 1), f"epoch {state.epoch + 1}, validation", config)
+    return mean, terms, time.perf_counter() - t0
+
+
+def finite_loss(value: float, where: str, config: TrainConfig) -> float:
+    """``value``, or a NonFiniteError: a NaN/inf loss would only train NaN weights."""
+    if not math.isfinite(value):
+        raise NonFiniteError(f"the training loss is {value} at {where}: training diverged. "
+                             f"Lower the learning rate (lr={config.lr}, --lr) or check the "
+                             "embeddings for NaN/inf; nothing was saved from this run")
+    return value
 
 
 def end_epoch(state: TrainState, stats: dict[str, Any], val_loss: float,

@@ -1,40 +1,247 @@
-"""Atomic writes and content hashes of files."""
+"""Atomic writes and content hashes of files.
+
+Every final output is written through :class:`AtomicFile`: the bytes go to a
+temporary file beside the target (``.<name>.tmp-<pid>-<random>``), are flushed and
+fsynced, get the permissions a plain ``open(path, "w")`` would give, and the file is
+renamed over the target (then the directory is fsynced). Readers see the old file or
+the whole new one, never a part. A process killed mid-write leaves only its temporary
+file; the next write in that folder removes temporaries whose process is gone.
+
+Several files that belong together (``encode``'s matrix and its sentences) are renamed
+with :func:`commit_together`: a small journal lists the finished temporary files before
+the first rename, and :func:`finish_pending` (run by every later write in that folder and
+by the readers of such pairs) completes the renames of a writer that was killed in
+between, so a reader sees the old pair or the new pair, never one of each.
+
+Errors of the operating system (disk full, file too large, permission denied) are
+re-raised with ``filename`` set to the target, so a message can name it.
+"""
 
 from __future__ import annotations
 
+import errno
+import glob
 import hashlib
+import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Iterable
+from typing import IO, Iterable
+
+from ..exceptions import ConfigError
+
+_TMP_MARK = ".tmp-"
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+_UMASK = _umask()
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's live process
+        return True
+    return True
+
+
+def remove_stale_temps(directory: str | os.PathLike, name: str | None = None) -> list[Path]:
+    """Delete the temporary files of atomic writes (of the target ``name``, default every
+    target) in ``directory`` whose writing process no longer exists; returns them."""
+    removed = []
+    pattern = f".{glob.escape(name)}{_TMP_MARK}*" if name else f".*{_TMP_MARK}*"
+    for tmp in Path(directory).glob(pattern):
+        pid = tmp.name.rsplit(_TMP_MARK, 1)[1].split("-", 1)[0]
+        if pid.isdigit() and not _pid_alive(int(pid)):
+            tmp.unlink(missing_ok=True)
+            removed.append(tmp)
+    return removed
+
+
+def _name_os_error(exc: OSError, path: Path) -> OSError:
+    """``exc`` with ``filename`` set to ``path`` when the OS left it out (write errors)."""
+    if exc.filename is None:
+        exc.filename = str(path)
+    return exc
+
+
+def _fsync_dir(directory: Path) -> None:
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:  # not supported here (e.g. some network file systems)
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+_JOURNAL_MARK = ".commit-"
+
+
+def finish_pending(directory: str | os.PathLike) -> None:
+    """Complete the group renames (:func:`commit_together`) of writers in ``directory``
+    that died between their first and last rename."""
+    for journal in Path(directory).glob(f".*{_JOURNAL_MARK}*"):
+        pid = journal.name.rsplit(_JOURNAL_MARK, 1)[1]
+        if not pid.isdigit() or _pid_alive(int(pid)):
+            continue
+        _replay(journal)
+
+
+def _replay(journal: Path) -> None:
+    """Do the renames a journal lists (those already done are skipped), then drop it."""
+    try:
+        moves = json.loads(journal.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        moves = []  # written atomically, so only a foreign file can be unreadable
+    for tmp, target in moves:
+        try:
+            os.replace(tmp, target)
+        except FileNotFoundError:  # renamed before the writer stopped
+            pass
+    journal.unlink(missing_ok=True)
+    _fsync_dir(journal.parent)
+
+
+def commit_together(files: list["AtomicFile"]) -> None:
+    """Rename several prepared :class:`AtomicFile` s of one folder into place as one step
+    (see the module docstring)."""
+    directory = files[0].path.parent
+    if any(f.path.parent != directory for f in files):
+        raise ValueError("commit_together: the files must be in one folder")
+    for f in files:
+        f.prepare()
+    journal = directory / f".{files[0].path.name}{_JOURNAL_MARK}{os.getpid()}"
+    atomic_write_bytes(journal, [json.dumps([[str(f.tmp), str(f.path)] for f in files])
+                                 .encode("utf-8")])
+    try:
+        for f in files:
+            os.replace(f.tmp, f.path)
+    except OSError as exc:
+        raise _name_os_error(exc, f.path) from None
+    finally:  # also on Ctrl-C between two renames: the journal says what is left to do
+        _replay(journal)
+
+
+class AtomicFile:
+    """A temporary file beside ``path`` that replaces it on :meth:`commit`.
+
+    >>> with AtomicFile("out.tsv") as f:      # doctest: +SKIP
+    ...     f.write(b"a\\tb\\n")                 # renamed over out.tsv on success
+
+    ``prepare()`` flushes and fsyncs without renaming (to commit several files
+    together); ``discard()`` removes the temporary file. On an exception inside the
+    ``with`` block the target is left untouched.
+    """
+
+    def __init__(self, path: str | os.PathLike) -> None:
+        self.path = Path(path)
+        if self.path.is_dir():
+            raise ConfigError(f"{self.path} is a directory; expected the path of a file to "
+                              "write (e.g. a file name inside it)")
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            finish_pending(self.path.parent)  # before its temporaries look stale
+            remove_stale_temps(self.path.parent)
+            fd, tmp = tempfile.mkstemp(dir=self.path.parent,
+                                       prefix=f".{self.path.name}{_TMP_MARK}{os.getpid()}-")
+        except OSError as exc:
+            raise _name_os_error(exc, self.path) from None
+        self.tmp = Path(tmp)
+        self.file: IO[bytes] = os.fdopen(fd, "wb")
+        self._prepared = False
+
+    def write(self, data: bytes) -> None:
+        try:
+            self.file.write(data)
+        except OSError as exc:
+            raise _name_os_error(exc, self.path) from None
+
+    def prepare(self) -> None:
+        """Flush, fsync and close the temporary file (the target is not touched yet)."""
+        if self._prepared:
+            return
+        try:
+            self.file.flush()
+            os.fsync(self.file.fileno())
+            mode = (self.path.stat().st_mode & 0o7777 if self.path.exists()
+                    else 0o666 & ~_UMASK)
+            os.fchmod(self.file.fileno(), mode)
+            self.file.close()
+        except OSError as exc:
+            raise _name_os_error(exc, self.path) from None
+        self._prepared = True
+
+    def commit(self) -> Path:
+        """Rename the finished temporary file over the target."""
+        self.prepare()
+        try:
+            os.replace(self.tmp, self.path)
+        except OSError as exc:
+            raise _name_os_error(exc, self.path) from None
+        _fsync_dir(self.path.parent)
+        return self.path
+
+    def discard(self) -> None:
+        try:
+            self.file.close()
+        except OSError:
+            pass
+        self.tmp.unlink(missing_ok=True)
+
+    def __enter__(self) -> "AtomicFile":
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is not None:
+            self.discard()
+            return
+        try:
+            self.commit()
+        except BaseException:
+            self.discard()
+            raise
 
 
 def atomic_write_bytes(path: str | os.PathLike, chunks: Iterable[bytes]) -> Path:
-    """Write ``chunks`` to ``path`` so readers see either the old file or the whole new one.
-
-    The bytes go to a temporary file in the same directory, are flushed and fsynced,
-    and the file is renamed over ``path``; on any error the temporary file is removed
-    and ``path`` is untouched.
-    """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=path.suffix)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            for chunk in chunks:
-                f.write(chunk)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
+    """Write ``chunks`` to ``path`` so readers see either the old file or the whole new one
+    (see :class:`AtomicFile`); on any error ``path`` is untouched."""
+    with AtomicFile(path) as f:
+        for chunk in chunks:
+            f.write(chunk)
+    return Path(path)
 
 
 def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
     """:func:`atomic_write_bytes` for UTF-8 text."""
     return atomic_write_bytes(path, [text.encode("utf-8")])
+
+
+def preallocate(path: str | os.PathLike) -> None:
+    """Reserve the blocks of ``path`` (its current size) on disk, so that a later
+    memory-mapped write cannot fail with SIGBUS on a full disk: the OSError comes now."""
+    path = Path(path)
+    try:
+        with open(path, "r+b") as f:
+            size = os.fstat(f.fileno()).st_size
+            if size:
+                os.posix_fallocate(f.fileno(), 0, size)
+    except OSError as exc:
+        if exc.errno in (errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS):
+            return  # the file system cannot reserve blocks: nothing to gain
+        raise _name_os_error(exc, path) from None
+    except AttributeError:  # no posix_fallocate on this platform
+        return
 
 
 def sha256_file(path: str | os.PathLike, chunk: int = 1 << 20, length: int = 16) -> str:

@@ -1,0 +1,293 @@
+"""Fault injection: ``kill -9`` at seeded points and a full disk, for encode, mine, train, bench.
+
+After a kill, the outputs are the previous ones or the new ones (never a mix, never a
+part); a rerun of the same command ends with outputs byte-identical to an undisturbed
+run and no temporary files anywhere. Under a file-size limit the command exits 2 with
+"disk full / file too large: <path>" and the previous outputs are untouched.
+
+The default suite kills ``encode`` and ``mine`` at a few seeded events; the sweep (every
+event of ``encode``, many of ``mine``, random delays, ``train`` and ``bench``, a really
+full tmpfs) is marked slow: ``pytest -m slow tests/faults``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from harness import kill_points, run_disembed, snapshot, temp_files
+from tiny_data import add_full_data, write_tiny_data
+
+from disembed.util.files import finish_pending
+
+NEW = [f"sentence number {i}" for i in range(40)]
+OLD = [f"an older line {i}" for i in range(7)]
+SRC = [f"s{i}\tSatz {i}" for i in range(30)]
+TGT = [f"t{i}\tSatz {i}" for i in range(10, 40)]
+
+
+def _write(path: Path, lines: list[str]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def _env(root: Path) -> dict[str, str]:
+    return {"DISEMBED_CACHE_DIR": str(root / "cache"), "DISEMBED_DATA_DIR": str(root / "data")}
+
+
+# --- encode ------------------------------------------------------------------------------
+
+def _encode(root: Path, lines: list[str], **faults):
+    inp = _write(root / "in" / f"input-{len(lines)}.txt", lines)
+    argv = ["encode", str(inp), "--out", str(root / "out" / "e.npy"), "--encoder", "hash:16",
+            "--batch-size", "3"]
+    return run_disembed(argv, root / "proc", env=_env(root), **faults)
+
+
+def _encode_outputs(root: Path) -> tuple:
+    return snapshot([root / "out" / "e.npy", root / "out" / "e.txt"])
+
+
+@pytest.fixture(scope="module")
+def encode_reference(tmp_path_factory):
+    root = tmp_path_factory.mktemp("encode-ref")
+    assert _encode(root, OLD).code == 0  # as in each kill test: the events of this second run
+    done = _encode(root, NEW)
+    assert done.code == 0, done.stderr
+    old_root = tmp_path_factory.mktemp("encode-old")
+    assert _encode(old_root, OLD).code == 0
+    return _encode_outputs(root), _encode_outputs(old_root), done.events
+
+
+def _check_encode_kill(root: Path, point: int, new: dict, old: dict) -> None:
+    assert _encode(root, OLD).code == 0  # the previous good pair
+    hurt = _encode(root, NEW, kill_at=point)
+    assert hurt.killed, (point, hurt.code, hurt.stderr)
+    finish_pending(root / "out")  # what any reader (npy:, the next write) does first
+    assert _encode_outputs(root) in (old, new), point
+    done = _encode(root, NEW)
+    assert done.code == 0, done.stderr
+    assert _encode_outputs(root) == new
+    assert temp_files(root) == []
+
+
+def test_encode_killed_at_seeded_events(encode_reference, tmp_path):
+    new, old, events = encode_reference
+    assert events >= 8
+    for point in kill_points(events, 6, seed=2):
+        _check_encode_kill(tmp_path / f"kill-{point}", point, new, old)
+
+
+@pytest.mark.slow
+def test_encode_killed_at_every_event(encode_reference, tmp_path):
+    new, old, events = encode_reference
+    for point in range(1, events + 1):
+        _check_encode_kill(tmp_path / f"kill-{point}", point, new, old)
+
+
+# --- mine --------------------------------------------------------------------------------
+
+def _mine(root: Path, src: list[str], tgt: list[str], proc: Path | None = None, **faults):
+    s = _write(root / "in" / f"s-{len(src)}.tsv", src)
+    t = _write(root / "in" / f"t-{len(tgt)}.tsv", tgt)
+    argv = ["mine", str(s), str(t), "--out", str(root / "out" / "m.tsv"), "--run-dir",
+            str(root / "out" / "run"), "--encoder", "hash:16", "--chunk", "4", "-k", "3"]
+    return run_disembed(argv, proc or root / "proc", env=_env(root), **faults)
+
+
+@pytest.fixture(scope="module")
+def mine_reference(tmp_path_factory):
+    root = tmp_path_factory.mktemp("mine-ref")
+    assert _mine(root, SRC[:12], TGT[:12]).code == 0
+    done = _mine(root, SRC, TGT)
+    assert done.code == 0, done.stderr
+    old_root = tmp_path_factory.mktemp("mine-old")
+    assert _mine(old_root, SRC[:12], TGT[:12]).code == 0
+    return ((root / "out" / "m.tsv").read_bytes(), (old_root / "out" / "m.tsv").read_bytes(),
+            done.events)
+
+
+def _check_mine_kill(root: Path, point: int, reference) -> None:
+    new, old, _ = reference
+    assert _mine(root, SRC[:12], TGT[:12]).code == 0  # previous output and run directory
+    hurt = _mine(root, SRC, TGT, kill_at=point)
+    assert hurt.killed, (point, hurt.code, hurt.stderr)
+    assert (root / "out" / "m.tsv").read_bytes() in (old, new), point
+    done = _mine(root, SRC, TGT)
+    assert done.code == 0, done.stderr
+    assert (root / "out" / "m.tsv").read_bytes() == new, point
+    assert temp_files(root) == []
+
+
+def test_mine_killed_at_seeded_points(mine_reference, tmp_path):
+    events = mine_reference[2]
+    assert events >= 20
+    for point in kill_points(events, 3, seed=11):
+        _check_mine_kill(tmp_path / f"kill-{point}", point, mine_reference)
+
+
+# --- a full disk (RLIMIT_FSIZE, as `ulimit -f`) -------------------------------------------
+
+def test_encode_with_a_full_disk_keeps_the_previous_outputs(tmp_path):
+    assert _encode(tmp_path, OLD).code == 0
+    before = _encode_outputs(tmp_path)
+    hurt = _encode(tmp_path, NEW, fsize_limit=1500)  # the cache shard is bigger: refused
+    assert hurt.code == 2, hurt.stderr
+    assert "disk full / file too large: " + str(tmp_path / "cache") in hurt.stderr
+    assert "Traceback" not in hurt.stderr
+    assert _encode_outputs(tmp_path) == before and temp_files(tmp_path) == []
+    # with the sentences cached, the matrix itself (2.7 kB) is what no longer fits
+    assert _encode(tmp_path / "warm", NEW).code == 0
+    shutil.copytree(tmp_path / "warm" / "cache", tmp_path / "cache", dirs_exist_ok=True)
+    hurt = _encode(tmp_path, NEW, fsize_limit=1500)
+    assert hurt.code == 2 and "disk full / file too large: " + str(tmp_path / "out" / "e.npy") \
+        in hurt.stderr, hurt.stderr
+    assert _encode_outputs(tmp_path) == before and temp_files(tmp_path) == []
+    assert _encode(tmp_path, NEW).code == 0  # space again: the same command completes
+
+
+def test_mine_with_a_full_disk_keeps_the_previous_output(tmp_path):
+    assert _mine(tmp_path, SRC[:12], TGT[:12]).code == 0
+    before = (tmp_path / "out" / "m.tsv").read_bytes()
+    hurt = _mine(tmp_path, SRC * 4, TGT * 4, fsize_limit=4000)
+    assert hurt.code == 2 and "disk full / file too large: " in hurt.stderr, hurt.stderr
+    assert (tmp_path / "out" / "m.tsv").read_bytes() == before
+    assert temp_files(tmp_path) == []
+
+
+# --- the slow sweep: more points, train and bench, a real tmpfs ---------------------------
+
+@pytest.mark.slow
+def test_encode_killed_after_random_delays(encode_reference, tmp_path):
+    new, old, _ = encode_reference
+    import random
+
+    rng = random.Random(5)
+    for i in range(12):
+        root = tmp_path / f"delay-{i}"
+        assert _encode(root, OLD).code == 0
+        _encode(root, NEW, kill_after=rng.uniform(0.0, 0.08))
+        finish_pending(root / "out")
+        assert _encode_outputs(root) in (old, new)
+        assert _encode(root, NEW).code == 0
+        assert _encode_outputs(root) == new and temp_files(root) == []
+
+
+@pytest.mark.slow
+def test_mine_killed_at_many_points(mine_reference, tmp_path):
+    for point in kill_points(mine_reference[2], 16, seed=3):
+        _check_mine_kill(tmp_path / f"kill-{point}", point, mine_reference)
+
+
+def _data(root: Path) -> None:
+    if not (root / "data").exists():
+        (root / "data").mkdir(parents=True)
+        add_full_data(write_tiny_data(root / "data"))
+
+
+def _train(root: Path, **faults):
+    _data(root)
+    argv = ["train", "--method", "seed", "--encoder", "hash:16", "--languages", "de,zh",
+            "--pairs-per-language", "40", "--max-epochs", "4", "--train-batch-size", "16",
+            "--out", str(root / "model")]
+    return run_disembed(argv, root / "proc", env=_env(root), **faults)
+
+
+@pytest.mark.slow
+def test_train_killed_at_seeded_points_resumes_to_the_same_model(tmp_path):
+    ref = _train(tmp_path / "ref")
+    assert ref.code == 0, ref.stderr
+    files = ("model.safetensors", "config.json")
+    expected = {f: (tmp_path / "ref" / "model" / f).read_bytes() for f in files}
+    for point in kill_points(ref.events, 8, seed=7):
+        root = tmp_path / f"kill-{point}"
+        hurt = _train(root, kill_at=point)
+        assert hurt.killed, (point, hurt.stderr)
+        done = _train(root)
+        assert done.code == 0, done.stderr
+        got = {f: (root / "model" / f).read_bytes() for f in files}
+        assert got == expected, point
+        assert temp_files(root) == []
+
+
+def _bench(root: Path, **faults):
+    _data(root)
+    argv = ["bench", "--encoders", "hash:16", "--methods", "baseline,mean-centering,seed",
+            "--tasks", "sts17", "--languages", "de,zh", "--pairs-per-language", "40",
+            "--max-epochs", "3", "--max-eval-items", "all", "--out", str(root / "bench")]
+    return run_disembed(argv, root / "proc", env=_env(root), **faults)
+
+
+def _bench_results(root: Path) -> dict:
+    """Scores of every run and the trained weights (timings differ between runs)."""
+    out = {}
+    for result in sorted((root / "bench").rglob("result.json")):
+        key = str(result.parent.relative_to(root))
+        out[key] = [{k: v for k, v in s.items() if k != "seconds"}
+                    for s in json.loads(result.read_text())["scores"]]
+        weights = result.parent / "model" / "model.safetensors"
+        out[key + "/weights"] = weights.read_bytes() if weights.exists() else None
+    return out
+
+
+@pytest.mark.slow
+def test_bench_killed_at_seeded_points_finishes_with_the_same_results(tmp_path):
+    ref = _bench(tmp_path / "ref")
+    assert ref.code == 0, ref.stderr
+    expected = _bench_results(tmp_path / "ref")
+    assert len(expected) == 8  # three methods and the floor, scores and weights each
+    for point in kill_points(ref.events, 6, seed=13):
+        root = tmp_path / f"kill-{point}"
+        hurt = _bench(root, kill_at=point)
+        assert hurt.killed, (point, hurt.stderr)
+        done = _bench(root)
+        assert done.code == 0, done.stderr
+        assert _bench_results(root) == expected, point
+        assert (root / "bench" / "results.md").is_file()
+        assert temp_files(root) == []
+
+
+@pytest.fixture
+def small_tmpfs(tmp_path):
+    """A 256 KiB tmpfs (needs root and mount); skipped where it cannot be made."""
+    mount = tmp_path / "tmpfs"
+    mount.mkdir()
+    made = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(mount)],
+                          capture_output=True)
+    if made.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {made.stderr.decode().strip()}")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+@pytest.mark.slow
+def test_a_really_full_disk_is_a_clear_error(small_tmpfs, tmp_path):
+    """ENOSPC, not a file-size limit: the cache and outputs on a full tmpfs (mining's
+    memory maps are preallocated, so this is an error and not a SIGBUS)."""
+    root = small_tmpfs
+    assert _mine(root, SRC[:12], TGT[:12], tmp_path / "proc").code == 0
+    before = (root / "out" / "m.tsv").read_bytes()
+    filler = root / "filler"
+    fd = os.open(filler, os.O_WRONLY | os.O_CREAT, 0o644)
+    try:
+        while os.write(fd, b"\0" * 4096):
+            pass
+    except OSError:
+        pass  # the disk is full
+    finally:
+        os.close(fd)
+    os.truncate(filler, max(filler.stat().st_size - 16 * 1024, 0))  # leave a little room
+    hurt = _mine(root, SRC * 20, TGT * 20, tmp_path / "proc")
+    assert hurt.code == 2, hurt.stderr
+    assert "disk full / file too large: " in hurt.stderr and "No space left" in hurt.stderr
+    assert (root / "out" / "m.tsv").read_bytes() == before
+    filler.unlink()
+    assert temp_files(root) == []
+    assert _mine(root, SRC * 20, TGT * 20, tmp_path / "proc").code == 0

@@ -1,0 +1,208 @@
+"""Every bad input we know of, as a table: the command, its exit code, what the user reads.
+
+Each row runs ``disembed.cli.main`` in-process on the hash encoder and tiny files (see
+``conftest.py``). A user error must exit 2 with one line ``disembed VERB: error: ...``
+that names the problem, and never print a traceback. docs/reliability.md lists the same
+cases with the user-visible behaviour.
+"""
+
+from __future__ import annotations
+
+import pytest
+from world import run_cli
+
+ENC = "encode {a} --out {out}/e.npy --encoder hash:8"
+MINE = "mine {s} {t} --out {out}/m.tsv --encoder hash:8"
+SCORE = "score {st} --out {out}/sc.tsv --encoder hash:8"
+SEARCH = "search {s} {t} --out {out}/q.tsv --encoder hash:8"
+TRAIN = ("train --method mean-centering --pairs {pairs} --src-col de --tgt-col en "
+         "--out {out}/model --encoder hash:8")
+TRAIN_LANGS = "train --method seed --languages de --out {out}/model --encoder hash:8"
+EVAL = "evaluate --encoder hash:8 --tasks sts17"
+BENCH = ("bench --encoders hash:8 --methods baseline --tasks sts17 --languages de "
+         "--pairs-per-language 20 --no-floor --out {out}/bench")
+ANALYSE = ("analyse --methods baseline --encoder hash:8 --tasks sts17 --analyses significance "
+           "--out {out}/an")
+VERBS = {"encode": ENC, "mine": MINE, "score": SCORE, "search": SEARCH, "train": TRAIN,
+         "evaluate": EVAL, "bench": BENCH, "analyse": ANALYSE}
+ENCODING_VERBS = ("encode", "mine", "score", "search", "train", "evaluate")
+
+
+def _per_verb(verbs, change, fragment, code=2):
+    """One row per verb: ``change(template) -> template``."""
+    return [(f"{verb}:{fragment[:24]}", change(VERBS[verb]), code, fragment) for verb in verbs]
+
+
+ROWS = [
+    # 1. batch sizes < 1 (they returned uninitialised memory that was cached for good)
+    *_per_verb(ENCODING_VERBS, lambda t: t + " --batch-size 0",
+               "argument --batch-size: expected a positive integer"),
+    *_per_verb(ENCODING_VERBS, lambda t: t + " --batch-size -1",
+               "argument --batch-size: expected a positive integer, got '-1'"),
+    # 3. the .txt sidecar of encode never overwrites an input or the matrix
+    ("encode-sidecar-is-input", "encode {words} --out {wordsnpy} --encoder hash:8", 2,
+     "which is the input file"),
+    ("encode-out-txt", "encode {a} --out {out}/vec.txt --encoder hash:8", 2,
+     "expected a path ending in .npy"),
+    ("encode-out-is-input", "encode {a} --out {a} --encoder hash:8", 2, "ending in .npy"),
+    ("mine-out-is-input", "mine {s} {t} --out {s} --encoder hash:8", 2, "destroy the input"),
+    ("score-out-is-input", "score {st} --out {st} --encoder hash:8", 2, "destroy the input"),
+    ("score-out-is-pool", "score {st} --out {a} --src-pool {a} --encoder hash:8", 2,
+     "is the input --src-pool"),
+    ("search-out-is-input", "search {s} {t} --out {t} --encoder hash:8", 2,
+     "is the input DATABASE"),
+    # 4. train accepts no nonsense
+    ("train-pairs-per-language-0", TRAIN_LANGS + " --pairs-per-language 0", 2,
+     "pairs per language >= 20"),
+    ("train-pairs-per-language-neg", TRAIN_LANGS + " --pairs-per-language -5", 2,
+     "pairs per language >= 20"),
+    ("train-lr-inf", TRAIN_LANGS + " --lr inf", 2, "argument --lr: expected a finite number"),
+    ("train-lr-nan", TRAIN_LANGS + " --lr nan", 2, "argument --lr: expected a finite number"),
+    ("train-lr-zero", TRAIN_LANGS + " --lr 0", 2, "argument --lr: expected a number > 0"),
+    ("train-lr-negative", TRAIN_LANGS + " --lr -1", 2, "expected a number > 0"),
+    ("train-same-columns", "train --method seed --pairs {pairs} --src-col de --tgt-col de "
+     "--out {out}/m --encoder hash:8", 2, "both 'de'"),
+    ("train-columns-without-pairs", TRAIN_LANGS + " --src-col de", 2, "give --pairs too"),
+    ("train-batch-1", TRAIN_LANGS + " --train-batch-size 1", 2, "batch_size must be >= 2"),
+    ("train-max-epochs-0", TRAIN_LANGS + " --max-epochs 0", 2, "expected a positive integer"),
+    ("train-unknown-method", "train --method sed --languages de --out {out}/m", 2,
+     "Did you mean 'seed'"),
+    ("train-unknown-language", "train --languages xx --out {out}/m --encoder hash:8", 2,
+     "Unknown language code 'xx'"),
+    ("train-columns-not-languages", "train --method seed --pairs {st} --src-col src --tgt-col "
+     "tgt --out {out}/m --encoder hash:8", 2, "defaults to the column name, 'src'"),
+    *_per_verb(ENCODING_VERBS, lambda t: t + " --pooling cls",
+               "--pooling only apply to st: encoders"),
+    # 5. missing files and bad --out paths: exit 2 before any work, not a traceback
+    ("encode-missing-input", "encode {missing} --out {out}/e.npy --encoder hash:8", 2,
+     "argument input: "),
+    ("mine-missing-src", "mine {missing} {t} --out {out}/m.tsv --encoder hash:8", 2,
+     "no such file"),
+    ("mine-missing-tgt", "mine {s} {missing} --out {out}/m.tsv --encoder hash:8", 2,
+     "no such file"),
+    ("score-missing-pairs", "score {missing} --out {out}/sc.tsv --encoder hash:8", 2,
+     "no such file"),
+    ("score-missing-src-pool", SCORE + " --score ratio --src-pool {missing}", 2,
+     "argument --src-pool"),
+    ("score-missing-tgt-pool", SCORE + " --score ratio --tgt-pool {missing}", 2,
+     "argument --tgt-pool"),
+    ("search-missing-queries", "search {missing} {t} --out {out}/q.tsv --encoder hash:8", 2,
+     "no such file"),
+    ("search-missing-database", "search {s} {missing} --out {out}/q.tsv --encoder hash:8", 2,
+     "no such file"),
+    ("train-missing-pairs", "train --pairs {missing} --src-col de --tgt-col en --out {out}/m",
+     2, "no such file"),
+    ("train-pairs-is-dir", "train --pairs {adir} --src-col de --tgt-col en --out {out}/m", 2,
+     "is a directory"),
+    ("analyse-missing-bench", "analyse --bench {nodir} --out {out}/an", 2, "no such directory"),
+    ("analyse-missing-model", "analyse --model {nodir} --out {out}/an", 2, "no such directory"),
+    ("evaluate-missing-model", "evaluate --model {nodir}", 2, "no such directory"),
+    ("evaluate-model-not-a-model", "evaluate --model {adir}", 2, "is not a saved disentangler"),
+    ("mine-missing-model", MINE + " --model {nodir}", 2, "no such directory"),
+    ("encode-out-is-dir", "encode {a} --out {adir} --encoder hash:8", 2, "ending in .npy"),
+    ("score-out-is-dir", "score {st} --out {adir} --encoder hash:8", 2, "is a directory"),
+    ("mine-out-is-dir", "mine {s} {t} --out {adir} --encoder hash:8", 2, "is a directory"),
+    ("search-out-is-dir", "search {s} {t} --out {adir} --encoder hash:8", 2, "is a directory"),
+    ("evaluate-out-is-dir", EVAL + " --out {adir}", 2, "is a directory"),
+    ("train-out-is-file", "train --method seed --languages de --out {afile}", 2, "is a file"),
+    ("bench-out-is-file", "bench --encoders hash:8 --out {afile}", 2, "is a file"),
+    ("analyse-out-is-file", "analyse --encoder hash:8 --out {afile}", 2, "is a file"),
+    ("mine-run-dir-is-file", MINE + " --run-dir {afile}", 2, "is a file"),
+    ("encode-out-under-file", "encode {a} --out {afile}/x.npy --encoder hash:8", 2,
+     "is a file, not a directory"),
+    ("score-out-under-file", "score {st} --out {afile}/x.tsv --encoder hash:8", 2,
+     "is a file, not a directory"),
+    ("train-out-under-file", "train --languages de --out {afile}/m --encoder hash:8", 2,
+     "is a file, not a directory"),
+    *_per_verb(VERBS, lambda t: t + " --cache-dir {afile}", "argument --cache-dir: "),
+    # bad encoder specs, in every verb that takes one
+    *_per_verb(ENCODING_VERBS + ("analyse",), lambda t: t.replace("hash:8", "hash:abc"),
+               "hash:abc: the part after 'hash:' is the dimension"),
+    *_per_verb(ENCODING_VERBS, lambda t: t.replace("hash:8", "hash:-5"),
+               "hash:-5: the part after 'hash:' is the dimension"),
+    *_per_verb(ENCODING_VERBS, lambda t: t.replace("hash:8", "hash:0"),
+               "dim must be a positive integer"),
+    *_per_verb(("encode", "evaluate"), lambda t: t.replace("hash:8", "st:/nonexistent/model"),
+               "st:/nonexistent/model: no such model folder"),
+    ("encode-st-empty", ENC.replace("hash:8", "st:"), 2, "st: needs a model name"),
+    ("encode-npy-empty", ENC.replace("hash:8", "npy:"), 2, "npy: needs a matrix path"),
+    ("encode-npy-garbage", ENC.replace("hash:8", "npy:{garbage}"), 2, "is not a .npy file"),
+    ("encode-npy-text", ENC.replace("hash:8", "npy:{a}"), 2, "is not a .npy file"),
+    ("encode-npy-objects", ENC.replace("hash:8", "npy:{objects}"), 2,
+     "is not a readable .npy matrix (Array can't be memory-mapped: Python objects"),
+    ("encode-npy-3d", ENC.replace("hash:8", "npy:{cube}"), 2, "expected a 2-D (n, d) matrix"),
+    ("encode-npy-misaligned", ENC.replace("hash:8", "npy:{short}"), 2, "must be line-aligned"),
+    ("encode-npy-missing", ENC.replace("hash:8", "npy:{missing}"), 2, "does not exist"),
+    ("encode-unknown-encoder", ENC.replace("hash:8", "e5-smal"), 2, "Did you mean 'e5-small'"),
+    # 6. silent wrong results are now errors
+    ("evaluate-flipped-model", "evaluate --model {flipped} --tasks sts17", 2,
+     "does not match the checksum in config.json"),
+    ("mine-flipped-model", "mine {s} {t} --out {out}/m.tsv --model {flipped} --src-lang de "
+     "--tgt-lang en", 2, "does not match the checksum"),
+    ("analyse-flipped-model", "analyse --model {flipped} --analyses significance --out {out}/an",
+     2,
+     "does not match the checksum"),
+    ("mine-threshold-nan", MINE + " --threshold nan", 2, "argument --threshold: expected a "
+     "finite number"),
+    ("mine-threshold-inf", MINE + " --threshold inf", 2, "expected a finite number"),
+    ("score-threshold-nan", SCORE + " --threshold nan", 2, "expected a finite number"),
+    ("analyse-truncation-of-models", "analyse --model {model} --analyses truncation --out "
+     "{out}/an", 2, "saved models cannot be truncated"),
+    ("evaluate-model-other-encoder", "evaluate --model {model} --encoder hash:8 --tasks sts17",
+     2, "was trained on encoder hash:16"),
+    ("mine-model-other-encoder", "mine {s} {t} --out {out}/m.tsv --model {model} --src-lang de "
+     "--tgt-lang en --encoder hash:8", 2, "was trained on encoder hash:16"),
+    ("mine-model-without-languages", "mine {s} {t} --out {out}/m.tsv --model {model}", 2,
+     "needs the language of each file"),
+    ("bench-bad-second-encoder", BENCH.replace("hash:8", "hash:8,nope"), 2,
+     "Unknown encoder 'nope'"),
+    ("bench-bad-second-dim", BENCH.replace("hash:8", "hash:8,hash:0"), 2,
+     "dim must be a positive integer"),
+    ("bench-missing-st-model", BENCH.replace("hash:8", "hash:8,st:/nonexistent/model"), 2,
+     "no such model folder"),
+    ("bench-bad-second-task", BENCH.replace("sts17", "sts17,nope"), 2, "Unknown task 'nope'"),
+    ("bench-bad-second-method", BENCH.replace("baseline", "baseline,sed"), 2,
+     "Did you mean 'seed'"),
+    ("bench-lr-nan", BENCH + " --lr nan", 2, "argument --lr: expected a finite number"),
+    ("bench-max-epochs-0", BENCH + " --max-epochs 0", 2, "expected a positive integer"),
+    # counts and sizes
+    ("mine-k-0", MINE + " -k 0", 2, "argument -k: expected a positive integer"),
+    ("mine-k-negative", MINE + " -k -3", 2, "argument -k: expected a positive integer"),
+    ("search-k-0", SEARCH + " -k 0", 2, "argument -k: expected a positive integer"),
+    ("score-k-0", SCORE + " --score ratio -k 0", 2, "argument -k"),
+    ("mine-chunk-0", MINE + " --chunk 0", 2, "argument --chunk"),
+    ("mine-top-negative", MINE + " --top -1", 2, "argument --top: expected an integer >= 0"),
+    ("analyse-codeswitch-rate-nan", ANALYSE + " --codeswitch-rate nan", 2,
+     "expected a finite number"),
+    ("analyse-codeswitch-rate-2", ANALYSE.replace("significance", "codeswitch")
+     + " --codeswitch-rate 2", 2, "code-switching rate must be in (0, 1]"),
+    # content of the inputs
+    ("mine-empty-source", "mine {empty} {t} --out {out}/m.tsv --encoder hash:8", 2,
+     "no sentences; the source file"),
+    ("search-empty-database", "search {s} {empty} --out {out}/q.tsv --encoder hash:8", 2,
+     "no sentences; the database file"),
+    ("search-empty-queries", "search {empty} {t} --out {out}/q.tsv --encoder hash:8", 2,
+     "no sentences; the queries file"),
+    ("score-empty-file", "score {empty} --out {out}/sc.tsv --encoder hash:8", 2,
+     "the file is empty; expected a header row"),
+    ("score-missing-column", SCORE + " --src-col nope", 2, "header has no column(s) ['nope']"),
+    ("encode-bad-utf8", "encode {badutf8} --out {out}/e.npy --encoder hash:8", 2,
+     "are not valid UTF-8"),
+    ("encode-empty-line", "encode {words} --out {out}/w.npy --encoder hash:8", 2,
+     "words.txt:2: empty line"),
+    ("evaluate-no-data-dir", EVAL + " --data-dir {nodir}", 2, "No data directory found"),
+    ("evaluate-unknown-task", EVAL.replace("sts17", "stss17"), 2, "Did you mean 'sts17'"),
+]
+
+
+@pytest.mark.parametrize("row_id, template, code, fragment", ROWS, ids=[r[0] for r in ROWS])
+def test_bad_input_is_a_clear_error(row_id, template, code, fragment, env, tmp_path, capsys):
+    argv = env.argv(template, tmp_path / "out")
+    got, _, err = run_cli(argv, capsys)
+    assert got == code, f"{argv}: exit {got}, stderr:\n{err}"
+    assert fragment in err, f"{argv}: {fragment!r} not in stderr:\n{err}"
+    assert "Traceback" not in err
+    last = err.strip().splitlines()[-1]
+    assert last.startswith(f"disembed {argv[0]}: error: "), last
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").rglob("*")), \
+        f"{argv}: wrote outputs before failing"

@@ -192,6 +192,23 @@ ROWS = [
      "words.txt:2: empty line"),
     ("evaluate-no-data-dir", EVAL + " --data-dir {nodir}", 2, "No data directory found"),
     ("evaluate-unknown-task", EVAL.replace("sts17", "stss17"), 2, "Did you mean 'sts17'"),
+    # the verbs of the experiment tooling and the ecosystem
+    ("prepare-tier-0", "prepare --encoders hash:8 --tiers 0", 2, "argument --tiers"),
+    ("prepare-unknown-task", "prepare --encoders hash:8 --tasks stss17", 2,
+     "Did you mean 'sts17'"),
+    ("prepare-holdout-all", "prepare --encoders hash:8 --languages de --holdout 100000", 2,
+     "too few to hold out 100000"),
+    ("tune-grid-not-json", "tune --encoder hash:8 --grid {{nope", 2, "argument --grid"),
+    ("tune-grid-wrong-param", "tune --encoder hash:8 --methods lir --grid "
+     '{{"lir":{{"lr":[0.1]}}}}', 2, "names ['lr'], which it does not take"),
+    ("tune-holdout-tiny", "tune --encoder hash:8 --holdout 5", 2,
+     "holdout_per_language must be >= 20"),
+    ("scale-size-0", "scale --encoder hash:8 --sizes 0", 2, "argument --sizes"),
+    ("scale-unknown-method", "scale --encoder hash:8 --methods sed", 2, "Did you mean 'seed'"),
+    ("scale-params-missing-file", "scale --encoder hash:8 --params {nodir}/p.json", 2,
+     "argument --params"),
+    ("bench-params-not-json", BENCH + " --params {badutf8}", 2, "argument --params"),
+    ("export-no-model", "export --model {nodir} --out {out}/exp", 2, "is not a saved"),
 ]
 
 

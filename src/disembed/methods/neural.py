@@ -121,7 +121,9 @@ class NeuralDisentangler(Disentangler):
         """Weighted sum of this recipe's constraint terms on one batch."""
         n = len(batch.s)
         M, L = head(torch.cat([batch.s, batch.t]))  # one pass over (2B, d)
-        s_M, t_M, s_L, t_L = M[:n], M[n:], L[:n], L[n:]
+        # split, not M[:n] / M[n:]: its backward is one concatenation of the two halves'
+        # gradients instead of two zero-filled (2B, d) tensors summed (same values)
+        (s_M, t_M), (s_L, t_L) = M.split(n), L.split(n)
         views = BatchViews(
             s=batch.s, t=batch.t, s_M=s_M, s_L=s_L, t_M=t_M, t_L=t_L,
             sn=pick(batch.s, batch.s_neg), sn_M=pick(s_M, batch.s_neg),

@@ -249,12 +249,17 @@ def main() -> None:
     ap.add_argument("--bf16", action="store_true",
                     help="also time the bfloat16 paths where bfloat16 is not faster (emulated)")
     ap.add_argument("--no-curves", action="store_true")
+    ap.add_argument("--curve-pairs", type=int, default=None, help="override the preset's")
+    ap.add_argument("--curve-epochs", type=int, default=None, help="override the preset's")
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
     os.environ["DISEMBED_PROGRESS"] = "0"
     preset = dict(PRESETS[args.preset])
     if args.threads:
         preset["threads"] = [int(t) for t in args.threads.split(",")]
+    for key in ("curve_pairs", "curve_epochs"):
+        if getattr(args, key) is not None:
+            preset[key] = getattr(args, key)
     caps = probe()
     paths = ["eager/float32", "compiled/float32"]
     if caps.bf16_faster or args.bf16:

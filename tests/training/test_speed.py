@@ -8,6 +8,7 @@ import pytest
 import torch
 
 import disembed.training.speed as speed_module
+import disembed.training.trainer as trainer_module
 from disembed.exceptions import ConfigError
 from disembed.methods import make_method
 from disembed.training import StepRunner, TrainConfig
@@ -267,3 +268,34 @@ def test_a_compiled_run_trains_and_records_its_path(toy_pairs, monkeypatch):
     assert [e["path"] for e in compiled.history_.epochs] == ["compiled/float32"] * 2
     for a, b in zip(compiled.history_.epochs, eager.history_.epochs, strict=True):
         assert a["val_loss"] == pytest.approx(b["val_loss"], rel=1e-5)
+
+
+def test_a_fast_run_resumes_from_its_checkpoint(toy_pairs, tmp_path, monkeypatch):
+    """Off the deterministic path too (fused Adam, bfloat16 products), a killed run resumes
+    from its checkpoint, and eager steps make it the same run bit for bit."""
+
+    class Stop(Exception):
+        pass
+
+    src, tgt, src_lang = toy_pairs
+    params = dict(batch_size=64, max_epochs=4, patience=100, deterministic=False,
+                  speed="eager", precision="bfloat16")
+    straight = make_method("seed", **params).fit(src, tgt, src_lang, "en")
+    real_save, calls = trainer_module.save_checkpoint, []
+
+    def save_then_die(directory, state):
+        real_save(directory, state)
+        calls.append(1)
+        if len(calls) == 2:
+            raise Stop
+
+    with monkeypatch.context() as m:
+        m.setattr(trainer_module, "save_checkpoint", save_then_die)
+        with pytest.raises(Stop):
+            make_method("seed", **params).fit(src, tgt, src_lang, "en", checkpoint_dir=tmp_path)
+    resumed = make_method("seed", **params).fit(src, tgt, src_lang, "en",
+                                                checkpoint_dir=tmp_path)
+    assert [e["path"] for e in resumed.history_.epochs] == ["eager/bfloat16"] * 4
+    assert resumed.history_.step_path["fused_adam"] is True
+    for key, value in straight.head_.state_dict().items():
+        assert torch.equal(resumed.head_.state_dict()[key], value), key

@@ -4,7 +4,15 @@ import pytest
 import torch
 
 from disembed.exceptions import ConfigError
-from disembed.methods.constraints import TERMS, BatchViews, needs_of
+from disembed.methods.constraints import (
+    EPS,
+    TERMS,
+    BatchViews,
+    _InverseNorm,
+    cos,
+    needs_of,
+    pick,
+)
 from disembed.methods.dream import DREAM_WEIGHTS
 from disembed.methods.meat import MEAT_WEIGHTS
 
@@ -29,3 +37,42 @@ def test_declared_needs_match_what_each_term_reads():
                 term.fn(views)
         else:
             assert torch.isfinite(term.fn(views)), name
+
+
+def _views(gen, B=6, d=5, dtype=torch.float64):
+    names = ("s", "t", "s_M", "s_L", "t_M", "t_L")
+    x = {k: torch.randn(B, d, generator=gen, dtype=dtype, requires_grad=True) for k in names}
+    s_neg, t_neg = torch.tensor([1, 0, 3, 2, 5, 4]), torch.tensor([2, 3, 4, 5, 0, 1])
+    negs = {f"{side}n{part}": pick(x[f"{side}{part}"], idx) for side, idx in
+            (("s", s_neg), ("t", t_neg)) for part in ("", "_M", "_L")}
+    return x, BatchViews(**x, **negs, neg_s=torch.ones(B), neg_t=torch.ones(B), s_neg=s_neg,
+                         t_neg=t_neg)
+
+
+@pytest.mark.parametrize("a, b", [("s_M", "t_M"), ("s_L", "sn_L"), ("t_M", "tn_M"),
+                                  ("s", "s_M+sn_L"), ("t", "s_M+t_L"), ("s_M", "s_L")])
+def test_view_cosine_equals_the_cosine_of_the_rows_with_its_gradient(a, b):
+    """``BatchViews.cos`` (dot product x cached inverse norms, negatives' norms gathered)
+    against the plain unit-vector cosine, values and gradients, in float64."""
+    x, views = _views(torch.Generator().manual_seed(0))
+
+    def rows(name):
+        return sum(getattr(views, part) for part in name.split("+"))
+
+    fast, reference = views.cos(a, b), cos(rows(a), rows(b))
+    torch.testing.assert_close(fast, reference, rtol=1e-12, atol=1e-12)
+    grads = torch.autograd.grad(fast.sum(), list(x.values()), allow_unused=True,
+                                retain_graph=True)
+    expected = torch.autograd.grad(reference.sum(), list(x.values()), allow_unused=True)
+    for got, want in zip(grads, expected, strict=True):
+        assert (got is None) == (want is None)
+        if got is not None:
+            torch.testing.assert_close(got, want, rtol=1e-10, atol=1e-12)
+
+
+def test_inverse_norm_gradient_including_a_row_held_by_eps():
+    x = torch.randn(4, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
+    x[2] = 0.0  # |x| < eps: 1/eps, no gradient
+    x.requires_grad_(True)
+    assert torch.autograd.gradcheck(_InverseNorm.apply, (x,))
+    assert _InverseNorm.apply(x)[2].item() == pytest.approx(1 / EPS)

@@ -37,7 +37,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from ..training import Batch
+from ..training import Batch, full_precision
 from .neural import TwoHeadRecipe
 
 MEAT_WEIGHTS = {
@@ -64,5 +64,7 @@ class Meat(TwoHeadRecipe):
         n = len(batch.s)
         with torch.no_grad():
             M, _ = self.head_(torch.cat([batch.s, batch.t]))  # (2B, d)
-        logits = self.discriminator_(M)  # (2B, K)
-        return F.cross_entropy(logits[:n], batch.s_lang) + F.cross_entropy(logits[n:], batch.t_lang)
+        with full_precision():  # only the head's products may run in bfloat16
+            logits = self.discriminator_(M.float())  # (2B, K)
+            return (F.cross_entropy(logits[:n], batch.s_lang)
+                    + F.cross_entropy(logits[n:], batch.t_lang))

@@ -23,6 +23,12 @@ lives here once, and so do two hyperparameters every trained recipe takes:
   reconstruction term made ``M(x) + L(x) = x`` on centred inputs. The training loss
   only sees centred inputs and parts (no ``mu``). A language not seen in training is
   handled by ``unknown_language`` exactly as mean-centering does it.
+
+Three more go to the trainer unchanged (:class:`~disembed.training.TrainConfig`):
+``deterministic`` (default ``True``: eager float32, bit-reproducible), ``speed``
+(``"auto"``, ``"eager"``, ``"compiled"``) and ``precision`` (``"auto"``, ``"float32"``,
+``"bfloat16"``). With bfloat16 only the head's products run in bfloat16; the loss
+terms are computed in float32 (:func:`~disembed.training.full_precision`).
 """
 
 from __future__ import annotations
@@ -35,7 +41,7 @@ import numpy as np
 import torch
 
 from ..exceptions import CheckpointError, ConfigError, ShapeError
-from ..training import Adversary, Batch, TrainConfig, train
+from ..training import Adversary, Batch, TrainConfig, full_precision, train
 from .base import Disentangler, Languages, as_language_array
 from .constraints import BatchViews, add_weights, check_weights, needs_of, pick, weighted_loss
 from .heads import TwoHeads
@@ -58,13 +64,15 @@ class NeuralDisentangler(Disentangler):
                  negatives: str = "paper", *, max_steps: int | None = None,
                  time_budget_seconds: float | None = None, oracle_variant: str | None = None,
                  oracle_weight: float = 1.0, center: str = "none",
-                 unknown_language: str = "batch") -> None:
+                 unknown_language: str = "batch", deterministic: bool = True,
+                 speed: str = "auto", precision: str = "auto") -> None:
         self.lr, self.batch_size, self.max_epochs = lr, batch_size, max_epochs
         self.patience, self.val_fraction, self.seed, self.negatives = (
             patience, val_fraction, seed, negatives)
         self.max_steps, self.time_budget_seconds = max_steps, time_budget_seconds
         self.oracle_variant, self.oracle_weight = oracle_variant, oracle_weight
         self.center, self.unknown_language = center, unknown_language
+        self.deterministic, self.speed, self.precision = deterministic, speed, precision
         self._check_params()
 
     def _check_params(self) -> None:
@@ -72,6 +80,8 @@ class NeuralDisentangler(Disentangler):
         if self.center not in CENTER_MODES:
             raise ConfigError(f"center must be one of {CENTER_MODES}; got {self.center!r}")
         check_unknown_language(self.unknown_language)
+        TrainConfig(deterministic=self.deterministic, speed=self.speed,  # type: ignore[arg-type]
+                    precision=self.precision)  # type: ignore[arg-type]  # checks the three now
 
     @property
     def name(self) -> str:
@@ -110,7 +120,9 @@ class NeuralDisentangler(Disentangler):
                            patience=self.patience, val_fraction=self.val_fraction,
                            seed=self.seed, negatives=self.negatives,  # type: ignore[arg-type]
                            max_steps=self.max_steps,
-                           time_budget_seconds=self.time_budget_seconds)
+                           time_budget_seconds=self.time_budget_seconds,
+                           deterministic=self.deterministic,
+                           speed=self.speed, precision=self.precision)  # type: ignore[arg-type]
 
     def _new_head(self, dim: int) -> torch.nn.Module:
         with torch.random.fork_rng(devices=[]):
@@ -119,9 +131,17 @@ class NeuralDisentangler(Disentangler):
 
     def loss(self, head: torch.nn.Module, batch: Batch) -> tuple[torch.Tensor, dict]:
         """Weighted sum of this recipe's constraint terms on one batch."""
-        n = len(batch.s)
         M, L = head(torch.cat([batch.s, batch.t]))  # one pass over (2B, d)
-        s_M, t_M, s_L, t_L = M[:n], M[n:], L[:n], L[n:]
+        with full_precision():  # only the head's products may run in bfloat16 (the trainer's)
+            return self._weighted_terms(head, batch, M.float(), L.float())
+
+    def _weighted_terms(self, head: torch.nn.Module, batch: Batch, M: torch.Tensor,
+                        L: torch.Tensor) -> tuple[torch.Tensor, dict]:
+        """The loss on the head's outputs ``M``, ``L`` (2B, d) float32 (sources first)."""
+        n = len(batch.s)
+        # split, not M[:n] / M[n:]: its backward is one concatenation of the two halves'
+        # gradients instead of two zero-filled (2B, d) tensors summed (same values)
+        (s_M, t_M), (s_L, t_L) = M.split(n), L.split(n)
         views = BatchViews(
             s=batch.s, t=batch.t, s_M=s_M, s_L=s_L, t_M=t_M, t_L=t_L,
             sn=pick(batch.s, batch.s_neg), sn_M=pick(s_M, batch.s_neg),
@@ -274,12 +294,14 @@ class TwoHeadRecipe(NeuralDisentangler):
                  negatives: str = "paper", hidden: int = 0, *, max_steps: int | None = None,
                  time_budget_seconds: float | None = None, oracle_variant: str | None = None,
                  oracle_weight: float = 1.0, center: str = "none",
-                 unknown_language: str = "batch") -> None:
+                 unknown_language: str = "batch", deterministic: bool = True,
+                 speed: str = "auto", precision: str = "auto") -> None:
         super().__init__(lr=lr, batch_size=batch_size, max_epochs=max_epochs, patience=patience,
                          val_fraction=val_fraction, seed=seed, negatives=negatives,
                          max_steps=max_steps, time_budget_seconds=time_budget_seconds,
                          oracle_variant=oracle_variant, oracle_weight=oracle_weight,
-                         center=center, unknown_language=unknown_language)
+                         center=center, unknown_language=unknown_language,
+                         deterministic=deterministic, speed=speed, precision=precision)
         self.hidden = hidden
 
     def build_head(self, dim: int) -> torch.nn.Module:

@@ -3,8 +3,10 @@
 from .batches import Adversary, Batch
 from .config import SAFETY_MAX_EPOCHS, STOP_REASONS, TrainConfig
 from .negatives import same_language_negatives
+from .speed import StepRunner, full_precision
 from .state import TrainHistory, TrainState
 from .trainer import train
 
 __all__ = ["SAFETY_MAX_EPOCHS", "STOP_REASONS", "Adversary", "Batch", "TrainConfig",
-           "TrainHistory", "TrainState", "same_language_negatives", "train"]
+           "StepRunner", "TrainHistory", "TrainState", "full_precision",
+           "same_language_negatives", "train"]

@@ -96,7 +96,9 @@ def row_chunks(index: torch.Tensor, size: int, drop_last: bool) -> Iterator[torc
 
 def make_batch(src, tgt, s_lang, t_lang, rows, gen, fallback) -> Batch:
     """Rows ``rows`` of the pairs with same-language negatives drawn from ``gen``."""
-    s_neg, s_valid = same_language_negatives(s_lang[rows], gen, fallback)
-    t_neg, t_valid = same_language_negatives(t_lang[rows], gen, fallback)
-    return Batch(src[rows], tgt[rows], s_lang[rows], t_lang[rows], s_neg, t_neg,
-                 s_valid.float(), t_valid.float())
+    s_ids, t_ids = s_lang.index_select(0, rows), t_lang.index_select(0, rows)
+    s_neg, s_valid = same_language_negatives(s_ids, gen, fallback)
+    t_neg, t_valid = same_language_negatives(t_ids, gen, fallback)
+    # index_select, not src[rows]: the same rows, copied ~2x faster (no advanced indexing)
+    return Batch(src.index_select(0, rows), tgt.index_select(0, rows), s_ids, t_ids, s_neg,
+                 t_neg, s_valid.float(), t_valid.float())

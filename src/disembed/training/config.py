@@ -16,6 +16,8 @@ StopReason = Literal["early_stopping", "max_epochs", "max_steps", "time_budget",
                      "safety_ceiling"]
 STOP_REASONS: tuple[str, ...] = ("early_stopping", "max_epochs", "max_steps", "time_budget",
                                  "safety_ceiling")
+SPEEDS: tuple[str, ...] = ("auto", "eager", "compiled")
+PRECISIONS: tuple[str, ...] = ("auto", "float32", "bfloat16")
 
 
 @dataclass
@@ -44,6 +46,16 @@ class TrainConfig:
             ``"official"``: as the official SEED code: rows without a same-language partner
             use themselves, training drops the last partial batch, and validation negatives
             are drawn afresh every epoch.
+        deterministic: ``True`` (default): every step runs the reference path, eager
+            float32, so a seeded run gives the same bits every time and a resumed run the
+            same bits as an uninterrupted one. ``False`` lets ``speed`` and ``precision``
+            choose faster paths whose rounding differs (see :mod:`.speed`).
+        speed: ``"auto"`` (compile the loss where the run is long enough and compiled
+            steps measure faster; eager when ``deterministic``), ``"eager"`` or
+            ``"compiled"`` (``torch.compile``; needs ``deterministic=False``).
+        precision: ``"auto"`` (bfloat16 head products where the hardware probe measured
+            them faster than float32; float32 when ``deterministic``), ``"float32"`` or
+            ``"bfloat16"`` (needs ``deterministic=False``).
     """
 
     lr: float = 1e-4
@@ -56,6 +68,9 @@ class TrainConfig:
     weight_decay: float = 0.0
     max_steps: int | None = None
     time_budget_seconds: float | None = None
+    deterministic: bool = True
+    speed: Literal["auto", "eager", "compiled"] = "auto"
+    precision: Literal["auto", "float32", "bfloat16"] = "auto"
 
     def __post_init__(self) -> None:
         checks = [
@@ -72,6 +87,15 @@ class TrainConfig:
             (self.negatives in ("paper", "official"), "negatives must be 'paper' or 'official'"),
             (math.isfinite(self.weight_decay) and self.weight_decay >= 0,
              "weight_decay must be a finite number >= 0"),
+            (self.speed in SPEEDS, f"speed must be one of {SPEEDS}"),
+            (self.precision in PRECISIONS, f"precision must be one of {PRECISIONS}"),
+            (isinstance(self.deterministic, bool), "deterministic must be True or False"),
+            (not (self.deterministic is True and self.speed == "compiled"),
+             "speed='compiled' changes the rounding of every step: set deterministic=False "
+             "to use it (or speed='auto'/'eager')"),
+            (not (self.deterministic is True and self.precision == "bfloat16"),
+             "precision='bfloat16' changes the numerics of every step: set "
+             "deterministic=False to use it (or precision='auto'/'float32')"),
         ]
         for ok, message in checks:
             if not ok:

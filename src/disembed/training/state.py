@@ -20,6 +20,7 @@ import torch
 from ..exceptions import CheckpointError
 from .batches import Adversary
 from .checkpoint import Checkpoint, optimizer_from_checkpoint, optimizer_to_checkpoint
+from .speed import StepRunner
 
 
 @dataclass
@@ -29,7 +30,8 @@ class TrainHistory:
     Attributes:
         epochs: one record per epoch: ``epoch``, ``train_loss``, ``val_loss``,
             ``val_terms`` (unweighted term values), ``steps``, ``train_pairs``,
-            ``train_seconds``, ``val_seconds``, ``pairs_per_second``.
+            ``train_seconds``, ``val_seconds``, ``pairs_per_second``, ``path`` (how its
+            full-size steps ran at its end: ``"eager/float32"``, ``"compiled/bfloat16"``...).
         best_epoch: the epoch (1-based) whose weights were kept; 0 before any.
         stop_reason: why training ended: ``"early_stopping"`` (the normal end),
             ``"max_epochs"``, ``"max_steps"``, ``"time_budget"`` or ``"safety_ceiling"``.
@@ -39,6 +41,8 @@ class TrainHistory:
         stopped_early: ``stop_reason == "early_stopping"``.
         steps: optimiser steps taken in all.
         seconds: training time (without validation) over all epochs.
+        step_path: how the training steps ran and why (:meth:`.speed.StepRunner.to_dict`):
+            ``speed``, ``precision``, ``reason`` and the step times "auto" measured.
     """
 
     epochs: list[dict] = field(default_factory=list)
@@ -51,6 +55,7 @@ class TrainHistory:
     train_pairs: int = 0
     val_pairs: int = 0
     seconds: float = 0.0
+    step_path: dict[str, Any] = field(default_factory=dict)
 
     @property
     def pairs_per_second(self) -> float:
@@ -94,6 +99,7 @@ class TrainState:
     adversary: Adversary | None = None
     adversary_optimizer: torch.optim.Optimizer | None = None
     best_state: dict[str, torch.Tensor] | None = None
+    runner: StepRunner | None = None  # made by the trainer at the run's first epoch
 
     @property
     def epoch(self) -> int:

@@ -12,6 +12,11 @@ are restored at the end. With a checkpoint directory, every epoch is saved
 (safetensors + JSON, atomically) and a rerun resumes from the last finished epoch,
 bit for bit as if never interrupted.
 
+Each step runs on the path :class:`~.speed.StepRunner` chooses from ``config.speed``,
+``precision`` and ``deterministic`` (eager float32 by default; a compiled loss or
+bfloat16 head products where asked or measured faster); each epoch's record names it
+(``path``) and the history says why (``step_path``).
+
 A recipe may bring an :class:`Adversary` (MEAT's language discriminator): a second
 module with its own Adam optimiser, stepped on each batch just before the main
 step (alternating updates); its weights and optimiser state are checkpointed too.
@@ -38,6 +43,7 @@ from ..progress import progress_bar
 from .batches import Adversary, Batch, LossFn, PairData, make_batch, row_chunks
 from .checkpoint import load_checkpoint, move_aside, save_checkpoint
 from .config import SAFETY_MAX_EPOCHS, StopReason, TrainConfig
+from .speed import StepRunner, fused_adam, planned_steps
 from .state import TrainHistory, TrainState
 
 logger = logging.getLogger(__name__)
@@ -96,11 +102,13 @@ def train(
 
 def init_state(module: torch.nn.Module, config: TrainConfig, *, train_pairs: int,
                val_pairs: int, adversary: Adversary | None = None) -> TrainState:
-    """A fresh run: Adam on ``module`` (and on the adversary), the seeded generator."""
-    optimizer = torch.optim.Adam(module.parameters(), lr=config.lr,
-                                 weight_decay=config.weight_decay)
+    """A fresh run: Adam on ``module`` (and on the adversary), the seeded generator.
+    Without ``deterministic``, Adam's fused kernel (one pass, ~2x faster, rounds apart)."""
+    adam = {"lr": config.lr, "weight_decay": config.weight_decay,
+            "fused": fused_adam(config)}
+    optimizer = torch.optim.Adam(module.parameters(), **adam)
     adv_opt = None if adversary is None else torch.optim.Adam(
-        adversary.module.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+        adversary.module.parameters(), **adam)
     return TrainState(module, optimizer, torch.Generator().manual_seed(config.seed + 1),
                       TrainHistory(train_pairs=train_pairs, val_pairs=val_pairs),
                       adversary=adversary, adversary_optimizer=adv_opt)
@@ -156,27 +164,43 @@ def run_epoch(state: TrainState, data: PairData, config: TrainConfig,
     official = config.negatives == "official"
     state.module.train()
     perm = data.train_idx[torch.randperm(len(data.train_idx), generator=state.generator)]
+    runner = _runner(state, config, loss_fn, len(perm))
     total, steps, pairs = 0.0, 0, 0
     for rows in row_chunks(perm, config.batch_size, drop_last=official):
         if _budget_spent(state, config, spent_before + time.perf_counter() - t0) is not None:
             break
         batch = make_batch(data.src, data.tgt, data.s_lang, data.t_lang, rows,
                            state.generator, "self" if official else "mask")
-        if state.adversary is not None:
-            _adversary_step(state, batch)
-        loss, _ = loss_fn(batch)
-        value = finite_loss(loss.item(), f"epoch {state.epoch + 1}, step {steps + 1}", config)
-        state.optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        state.optimizer.step()
+        with runner.step(len(rows)) as step_loss:  # eager or compiled, float32 or bfloat16
+            if state.adversary is not None:
+                _adversary_step(state, batch)
+            loss, _ = step_loss(batch)
+            value = finite_loss(loss.item(), f"epoch {state.epoch + 1}, step {steps + 1}",
+                                config)
+            state.optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            state.optimizer.step()
         total += value
         steps += 1
         pairs += len(rows)
         state.history.steps += 1
     seconds = time.perf_counter() - t0
+    state.history.step_path = runner.to_dict()
     return {"train_loss": total / steps if steps else float("nan"), "steps": steps,
             "train_pairs": pairs, "train_seconds": seconds,
-            "pairs_per_second": pairs / seconds if seconds else float("nan")}
+            "pairs_per_second": pairs / seconds if seconds else float("nan"),
+            "path": runner.label}
+
+
+def _runner(state: TrainState, config: TrainConfig, loss_fn: LossFn,
+            train_rows: int) -> StepRunner:
+    """The run's :class:`StepRunner`, made at its first epoch (fresh or resumed)."""
+    if state.runner is None:
+        per_epoch = (train_rows // config.batch_size if config.negatives == "official"
+                     else -(-train_rows // config.batch_size))
+        state.runner = StepRunner(loss_fn, config, planned_steps=planned_steps(
+            config, per_epoch, state.history.steps))
+    return state.runner
 
 
 def _adversary_step(state: TrainState, batch: Batch) -> None:

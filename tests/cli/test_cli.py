@@ -190,3 +190,17 @@ def test_bench_default_languages_leave_out_those_without_data(env, capsys):
     assert main(["bench", "--encoders", "hash:16", "--methods", "mean-centering", "--no-floor",
                  "--tasks", "sts17", "--languages", "de,ar", "--out", str(env / "b2")]) == 2
     assert "no training pairs found for 'ar'" in capsys.readouterr().err
+
+
+def test_training_path_flags_reach_trained_recipes(env, capsys):
+    out = env / "fast"
+    assert main(["train", "--method", "seed", "--encoder", "hash:16", "--languages", "de,zh",
+                 "--pairs-per-language", "40", "--max-epochs", "1", "--no-deterministic",
+                 "--speed", "eager", "--precision", "float32", "--out", str(out)]) == 0
+    params = json.loads((out / "config.json").read_text())["params"]
+    assert (params["deterministic"], params["speed"], params["precision"]) == (
+        False, "eager", "float32")
+    # compiled steps change the rounding, so they need --no-deterministic
+    assert main(["train", "--method", "seed", "--encoder", "hash:16", "--languages", "de",
+                 "--speed", "compiled", "--out", str(env / "x")]) == 2
+    assert "set deterministic=False" in capsys.readouterr().err

@@ -24,12 +24,14 @@ from ..experiment import (
 from ..reports.bench_report import render_bench
 from .common import (
     add_common,
+    add_training_path,
     csv_list,
     items_or_all,
     output_dir,
     pairs_or_all,
     positive_float,
     positive_int,
+    training_path,
 )
 
 
@@ -68,6 +70,7 @@ def add_parser(verbs) -> None:
     p.add_argument("--no-floor", action="store_true", help="skip the hash-encoder floor row")
     p.add_argument("--out", type=output_dir, default="runs/bench", help="output directory")
     p.add_argument("--force", action="store_true", help="redo finished runs")
+    add_training_path(p)
     add_common(p)
     p.set_defaults(handler=run)
 
@@ -108,7 +111,8 @@ def run(args: argparse.Namespace) -> int:
         method_params=merge_params(
             args.params, shared_overrides(methods, {"max_epochs": args.max_epochs,
                                                     "time_budget_seconds": args.time_budget,
-                                                    "lr": args.lr}), methods),
+                                                    "lr": args.lr, **training_path(args)}),
+            methods),
         floor=not args.no_floor, out_dir=args.out, data_dir=args.data_dir,
         cache_dir=args.cache_dir, force=args.force)
     print(render_bench(run_bench(config)))  # noqa: T201

@@ -84,6 +84,26 @@ def eval_options_from_args(args: argparse.Namespace) -> EvalOptions:
                        tatoeba_languages=args.tatoeba_languages, qe_split=args.qe_split)
 
 
+def add_training_path(parser: argparse.ArgumentParser) -> None:
+    """How trained recipes run their steps (see :class:`disembed.training.TrainConfig`)."""
+    group = parser.add_argument_group("training speed (trained methods)")
+    group.add_argument("--no-deterministic", dest="deterministic", action="store_false",
+                       default=None, help="allow faster steps that change the rounding "
+                       "(runs are then not bit-reproducible)")
+    group.add_argument("--speed", choices=("auto", "eager", "compiled"), default=None,
+                       help="with --no-deterministic: torch.compile the loss where it measures "
+                            "faster (auto, the default), always, or never")
+    group.add_argument("--precision", choices=("auto", "float32", "bfloat16"), default=None,
+                       help="with --no-deterministic: bfloat16 products where the CPU has "
+                            "native bf16 (auto, the default), always, or never")
+
+
+def training_path(args: argparse.Namespace) -> dict:
+    """The training-path settings given on the command line (None values left out)."""
+    return {k: v for k, v in (("deterministic", args.deterministic), ("speed", args.speed),
+                              ("precision", args.precision)) if v is not None}
+
+
 def csv_list(text: str) -> list[str]:
     items = [item.strip() for item in text.split(",") if item.strip()]
     if not items:

@@ -17,6 +17,7 @@ from ..methods import METHODS
 from .common import (
     add_common,
     add_encoder,
+    add_training_path,
     csv_list,
     encoder_options,
     input_file,
@@ -24,6 +25,7 @@ from .common import (
     pairs_or_all,
     positive_float,
     positive_int,
+    training_path,
     workspace_from_args,
 )
 
@@ -59,6 +61,7 @@ def add_parser(verbs) -> None:
     hp.add_argument("--patience", type=positive_int, default=None)
     hp.add_argument("--seed", type=int, default=0)
     hp.add_argument("--negatives", choices=("paper", "official"), default=None)
+    add_training_path(p)
     add_encoder(p)
     add_common(p)
     p.set_defaults(handler=run_verb)
@@ -82,6 +85,7 @@ def run_verb(args: argparse.Namespace) -> int:
                                 ("time_budget_seconds", args.time_budget),
                                 ("patience", args.patience),
                                 ("negatives", args.negatives)) if v is not None}
+    params.update(training_path(args))
     spec = RunSpec(method=args.method, params=params, encoder=args.encoder,
                    encoder_options=encoder_options(args), data=training_data(args), tasks=(),
                    seed=args.seed)

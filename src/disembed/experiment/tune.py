@@ -64,6 +64,7 @@ GRIDS: dict[str, dict[str, list]] = {
     "seed-centered": {"lr": LEARNING_RATES},
     "inter": {"lr": LEARNING_RATES},
     "dream": {"lr": LEARNING_RATES},
+    "meat": {"lr": LEARNING_RATES},
     "oracle+meat": {"lr": LEARNING_RATES, "oracle_variant": ["official-new"]},
     "lir": {"rank": [1, 2, 4, 8]},
     "lsar": {"rank": [1, 2, 4, 8, None]},

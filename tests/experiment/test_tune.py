@@ -93,3 +93,31 @@ def test_bench_params_file_applies_the_choice(env, capsys):
 def test_tune_rejects_a_grid_the_method_does_not_take():
     with pytest.raises(ConfigError, match="does not take"):
         TuneConfig(methods=["lir"], grids={"lir": {"lr": [1e-3]}})
+
+
+def _candidate(method, params, score, leaked):
+    from disembed.results import RunResult
+
+    validation = {CRITERION: score, "language_retrieval": leaked}
+    return RunResult(label=method, method=method, params=params, encoder={},
+                     spec={"method": method, "params": params},
+                     measurements={"validation": validation})
+
+
+def test_choices_respect_the_leakage_limit_and_name_the_default():
+    from disembed.experiment.tune import LEAKAGE_LIMIT, choose_default, within_limit
+
+    runs = [_candidate("mean-centering", {}, 0.60, 0.003),
+            _candidate("seed", {"lr": 0.003}, 0.65, 0.30),       # best score, leaks
+            _candidate("seed", {"lr": 0.001}, 0.64, 0.20),       # leaks too
+            _candidate("seed-centered", {"init_scale": 0.9}, 0.63, 0.004),
+            _candidate("seed-centered", {"init_scale": None}, 0.625, 0.002),
+            _candidate("baseline", {}, 0.40, None)]               # no language part
+    assert within_limit(runs[0]) and not within_limit(runs[1]) and within_limit(runs[-1])
+    assert LEAKAGE_LIMIT == 0.05
+    chosen = choose(runs)
+    assert chosen["seed"] == {"lr": 0.003}  # none within the limit: the best, flagged
+    assert chosen["seed-centered"] == {"init_scale": 0.9}
+    default = choose_default(runs)
+    assert (default["method"], default["params"]) == ("seed-centered", {"init_scale": 0.9})
+    assert choose_default([runs[1], runs[2]]) is None

@@ -5,6 +5,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from ..exceptions import ConfigError
+
 
 class LinearResidualHead(nn.Module):
     """SEED's head: ``m = W e + b`` (one linear layer), ``l = e - m``."""
@@ -23,6 +25,29 @@ def _layer(dim: int, hidden: int) -> nn.Module:
     if hidden <= 0:
         return nn.Linear(dim, dim)
     return nn.Sequential(nn.Linear(dim, hidden), nn.ReLU(), nn.Linear(hidden, dim))
+
+
+def start_near_identity(head: nn.Module, scale: float) -> nn.Module:
+    """Start a linear head from the input itself: the meaning map at ``scale * I`` and, for
+    two heads, the language map at ``(1 - scale) * I`` (biases 0), so ``m + l = e`` at the
+    start. ``0 < scale < 1`` keeps the language part non-zero (its cosines need a norm).
+    """
+    if not 0 < scale < 1:
+        raise ConfigError(f"init_scale must be in (0, 1), or None for a random start; got "
+                          f"{scale!r}")
+    starts = {"meaning": scale, "language": 1 - scale}
+    for name, value in starts.items():
+        layer = getattr(head, name, None)
+        if layer is None:
+            continue
+        if not isinstance(layer, nn.Linear) or layer.in_features != layer.out_features:
+            raise ConfigError("init_scale starts a linear head near the identity; this head's "
+                              f"{name} map is {type(layer).__name__} (use hidden=0, or leave "
+                              "init_scale at None)")
+        with torch.no_grad():
+            layer.weight.copy_(value * torch.eye(layer.in_features))
+            layer.bias.zero_()
+    return head
 
 
 class TwoHeads(nn.Module):

@@ -44,7 +44,7 @@ from ..exceptions import CheckpointError, ConfigError, ShapeError
 from ..training import Adversary, Batch, TrainConfig, full_precision, train
 from .base import Disentangler, Languages, as_language_array
 from .constraints import BatchViews, add_weights, check_weights, needs_of, pick, weighted_loss
-from .heads import TwoHeads
+from .heads import TwoHeads, start_near_identity
 from .mean_centering import MeanCentering, check_unknown_language
 from .oracle_variants import check_oracle_variant, oracle_weights
 
@@ -65,7 +65,8 @@ class NeuralDisentangler(Disentangler):
                  time_budget_seconds: float | None = None, oracle_variant: str | None = None,
                  oracle_weight: float = 1.0, center: str = "none",
                  unknown_language: str = "batch", deterministic: bool = True,
-                 speed: str = "auto", precision: str = "auto") -> None:
+                 speed: str = "auto", precision: str = "auto",
+                 init_scale: float | None = None) -> None:
         self.lr, self.batch_size, self.max_epochs = lr, batch_size, max_epochs
         self.patience, self.val_fraction, self.seed, self.negatives = (
             patience, val_fraction, seed, negatives)
@@ -73,6 +74,7 @@ class NeuralDisentangler(Disentangler):
         self.oracle_variant, self.oracle_weight = oracle_variant, oracle_weight
         self.center, self.unknown_language = center, unknown_language
         self.deterministic, self.speed, self.precision = deterministic, speed, precision
+        self.init_scale = init_scale
         self._check_params()
 
     def _check_params(self) -> None:
@@ -80,6 +82,9 @@ class NeuralDisentangler(Disentangler):
         if self.center not in CENTER_MODES:
             raise ConfigError(f"center must be one of {CENTER_MODES}; got {self.center!r}")
         check_unknown_language(self.unknown_language)
+        if self.init_scale is not None and not 0 < self.init_scale < 1:
+            raise ConfigError(f"init_scale must be in (0, 1), or None for the papers' random "
+                              f"start; got {self.init_scale!r}")
         TrainConfig(deterministic=self.deterministic, speed=self.speed,  # type: ignore[arg-type]
                     precision=self.precision)  # type: ignore[arg-type]  # checks the three now
 
@@ -127,7 +132,8 @@ class NeuralDisentangler(Disentangler):
     def _new_head(self, dim: int) -> torch.nn.Module:
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(self.seed)
-            return self.build_head(dim)
+            head = self.build_head(dim)
+        return head if self.init_scale is None else start_near_identity(head, self.init_scale)
 
     def loss(self, head: torch.nn.Module, batch: Batch) -> tuple[torch.Tensor, dict]:
         """Weighted sum of this recipe's constraint terms on one batch."""
@@ -295,13 +301,15 @@ class TwoHeadRecipe(NeuralDisentangler):
                  time_budget_seconds: float | None = None, oracle_variant: str | None = None,
                  oracle_weight: float = 1.0, center: str = "none",
                  unknown_language: str = "batch", deterministic: bool = True,
-                 speed: str = "auto", precision: str = "auto") -> None:
+                 speed: str = "auto", precision: str = "auto",
+                 init_scale: float | None = None) -> None:
         super().__init__(lr=lr, batch_size=batch_size, max_epochs=max_epochs, patience=patience,
                          val_fraction=val_fraction, seed=seed, negatives=negatives,
                          max_steps=max_steps, time_budget_seconds=time_budget_seconds,
                          oracle_variant=oracle_variant, oracle_weight=oracle_weight,
                          center=center, unknown_language=unknown_language,
-                         deterministic=deterministic, speed=speed, precision=precision)
+                         deterministic=deterministic, speed=speed, precision=precision,
+                         init_scale=init_scale)
         self.hidden = hidden
 
     def build_head(self, dim: int) -> torch.nn.Module:

@@ -45,13 +45,15 @@ class Oracle(TwoHeadRecipe):
                  time_budget_seconds: float | None = None, oracle_variant: str = "paper",
                  oracle_weight: float = 1.0, center: str = "none",
                  unknown_language: str = "batch", deterministic: bool = True,
-                 speed: str = "auto", precision: str = "auto") -> None:
+                 speed: str = "auto", precision: str = "auto",
+                 init_scale: float | None = None) -> None:
         super().__init__(lr=lr, batch_size=batch_size, max_epochs=max_epochs, patience=patience,
                          val_fraction=val_fraction, seed=seed, negatives=negatives, hidden=hidden,
                          max_steps=max_steps, time_budget_seconds=time_budget_seconds,
                          oracle_variant=oracle_variant, oracle_weight=oracle_weight,
                          center=center, unknown_language=unknown_language,
-                         deterministic=deterministic, speed=speed, precision=precision)
+                         deterministic=deterministic, speed=speed, precision=precision,
+                         init_scale=init_scale)
 
     def recipe_weights(self) -> dict[str, float]:
         return {}

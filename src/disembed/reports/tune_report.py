@@ -9,6 +9,22 @@ def _pct(x: float | None) -> str:
     return "-" if x is None else f"{100 * x:.2f}"
 
 
+def _leak(v: dict, limit: float) -> str:
+    leaked = v.get("language_retrieval")
+    if leaked is None:
+        return "-"
+    return f"{100 * leaked:.2f}" + (" ✗" if leaked > limit else "")
+
+
+def _default_line(ex: dict) -> str:
+    d = ex.get("default")
+    if not d:
+        return "**No candidate keeps its language part under the leakage limit.**"
+    settings = ", ".join(f"{k}={v}" for k, v in d["params"].items()) or "its defaults"
+    return (f"**Default recipe: `{d['method']}` with {settings}** (criterion "
+            f"{100 * d[ex['criterion']]:.2f}, the best of all candidates within the limit).")
+
+
 def render_tune(result: ExperimentResult) -> str:
     """The table of candidates per method, best first, the chosen one in bold."""
     cfg, ex = result.config, result.extras
@@ -21,10 +37,14 @@ def render_tune(result: ExperimentResult) -> str:
              "find its translation among all held-out sentences of all languages: stands for "
              "Tatoeba and mining) and WMT20 QE **dev** Pearson (graded cross-lingual "
              "similarity: stands for STS17 and QE; the dev split, never the test), on the "
-             "meaning part. Epochs: early stopping on the trainer's own validation split.",
-             "", "| method | settings | criterion ↑ | pooled retrieval ↑ | WMT20 QE dev ↑ "
-             "| xx↔en retrieval ↑ | epochs | stopped by | fit (s) |",
-             "|---|---|---:|---:|---:|---:|---:|---|---:|"]
+             "meaning part. Epochs: early stopping on the trainer's own validation split. "
+             "A candidate is chosen only if its language part retrieves at most "
+             f"{100 * ex['leakage_limit']:.0f}% of the held-out translations (else marked ✗; a "
+             "method with no such candidate keeps its best one).", "",
+             _default_line(ex), "",
+             "| method | settings | criterion ↑ | pooled retrieval ↑ | WMT20 QE dev ↑ "
+             "| xx↔en retrieval ↑ | language part retrieval ↓ | epochs | stopped by | fit (s) |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---|---:|"]
     runs = sorted(result.runs, key=lambda r: (r.spec["method"],
                                               -r.measurements["validation"][ex["criterion"]]))
     for r in runs:
@@ -36,7 +56,8 @@ def render_tune(result: ExperimentResult) -> str:
             settings = f"**{settings}** (chosen)"
         lines.append(f"| {method} | {settings} | {_pct(v[ex['criterion']])} | "
                      f"{_pct(v['pooled_retrieval'])} | {_pct(v['qe_dev'])} | "
-                     f"{_pct(v['bitext_retrieval'])} | {len(history.get('epochs', [])) or '-'} | "
+                     f"{_pct(v['bitext_retrieval'])} | {_leak(v, ex['leakage_limit'])} | "
+                     f"{len(history.get('epochs', [])) or '-'} | "
                      f"{history.get('stop_reason', '-')} | "
                      f"{r.timings.get('train_seconds', 0):.1f} |")
     return "\n".join(lines) + "\n"

@@ -12,9 +12,9 @@ def test_seed_head_starts_at_a_scaled_identity():
     model = make_method("seed", init_scale=0.9)
     head = model._new_head(8)
     e = torch.randn(5, 8)
-    m, l = head(e)
+    m, lang = head(e)
     torch.testing.assert_close(m, 0.9 * e)
-    torch.testing.assert_close(l, 0.1 * e)
+    torch.testing.assert_close(lang, 0.1 * e)
 
 
 def test_two_heads_start_with_meaning_plus_language_equal_to_the_input():
@@ -22,8 +22,8 @@ def test_two_heads_start_with_meaning_plus_language_equal_to_the_input():
     model.languages_ = ["de", "en"]
     head = model._new_head(6)
     e = torch.randn(4, 6)
-    m, l = head(e)
-    torch.testing.assert_close(m + l, e)
+    m, lang = head(e)
+    torch.testing.assert_close(m + lang, e)
     torch.testing.assert_close(m, 0.7 * e)
 
 

@@ -15,6 +15,8 @@ from ..experiment import (
     DEFAULT_MAX_EVAL_ITEMS,
     DEFAULT_METHODS,
     DEFAULT_PAIRS_PER_LANGUAGE,
+    DEFAULT_RECIPE,
+    DEFAULT_RECIPE_PARAMS,
     DEFAULT_TRAIN_LANGUAGES,
     BenchConfig,
     all_methods,
@@ -65,7 +67,10 @@ def add_parser(verbs) -> None:
     p.add_argument("--lr", type=positive_float, default=None,
                    help="learning rate for trained methods (default: each recipe's)")
     p.add_argument("--params", type=read_params, default={}, metavar="FILE",
-                   help="JSON {method: {param: value}}, e.g. the tuned.json of 'disembed tune'")
+                   help="JSON {method: {param: value}}, e.g. the tuned.json of 'disembed tune' "
+                        f"(default: {DEFAULT_RECIPE} with "
+                        f"{', '.join(f'{k}={v}' for k, v in DEFAULT_RECIPE_PARAMS.items())}, "
+                        "every other recipe with its own defaults)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--no-floor", action="store_true", help="skip the hash-encoder floor row")
     p.add_argument("--out", type=output_dir, default="runs/bench", help="output directory")

@@ -6,7 +6,14 @@ options, which hyperparameters a method gets, how a model is fitted and how a ru
 recorded.
 """
 
-from .bench import DEFAULT_METHODS, BenchConfig, all_methods, run_bench
+from .bench import (
+    DEFAULT_METHODS,
+    DEFAULT_RECIPE,
+    DEFAULT_RECIPE_PARAMS,
+    BenchConfig,
+    all_methods,
+    run_bench,
+)
 from .params import build_method, method_params, shared_overrides
 from .run import RunHooks, RunOutputs, run
 from .spec import (
@@ -29,6 +36,7 @@ from .steps import (
 from .tasks import build_tasks, check_tasks, kept_out_sets
 
 __all__ = ["DEFAULT_MAX_EVAL_ITEMS", "DEFAULT_METHODS", "DEFAULT_PAIRS_PER_LANGUAGE",
+           "DEFAULT_RECIPE", "DEFAULT_RECIPE_PARAMS",
            "DEFAULT_TRAIN_LANGUAGES", "BenchConfig", "RunHooks", "RunOutputs", "RunSpec",
            "TrainingData", "Workspace", "all_methods", "build_method", "build_tasks",
            "check_model_encoder", "check_tasks", "embed_pairs", "evaluate", "fit_method",

@@ -34,7 +34,7 @@ from ..methods import Disentangler, load_disentangler, method_class
 from ..provenance import environment
 from ..reports.analysis_report import write_analysis
 from ..results import ExperimentResult, RunResult
-from .bench import DEFAULT_METHODS
+from .bench import DEFAULT_METHODS, default_params
 from .params import build_method, shared_overrides
 from .run import RunHooks, run
 from .spec import DEFAULT_TRAIN_LANGUAGES, RunSpec, TrainingData, Workspace
@@ -104,7 +104,8 @@ class AnalysisConfig:
         overrides = shared_overrides(self.methods, {"max_epochs": self.max_epochs})
         common = {"tasks": tuple(self.tasks), "evaluation": self.eval_options(),
                   "seed": self.seed}
-        trained = [RunSpec(method=m, params=overrides.get(m, {}), encoder=encoder_spec,
+        trained = [RunSpec(method=m, params={**default_params(m), **overrides.get(m, {})},
+                           encoder=encoder_spec,
                            data=self.training_data() if method_class(m).needs_data else None,
                            label=m, **common) for m in self.methods]
         saved = [RunSpec(model_dir=d, encoder=encoder_spec, label=_model_label(d), **common)

@@ -41,8 +41,24 @@ from .tasks import check_tasks
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_METHODS = ("baseline", "mean-centering", "seed")
+#: The recipe the main job trains beside ``baseline`` and ``mean-centering``, with the
+#: settings ``disembed tune`` chose for it on validation data (held-out pool pairs and the
+#: WMT20 QE dev set, never a test set) at the default size, among candidates whose language
+#: part retrieves at most 5% of held-out translations. docs/tuning.md has the run.
+DEFAULT_RECIPE = "seed-centered"
+DEFAULT_RECIPE_PARAMS: dict[str, object] = {"lr": 1e-3, "init_scale": 0.9}
+DEFAULT_RECIPE_NOTE = (
+    "the validation winner of `disembed tune` on e5-small at 500 pairs per language "
+    "(held-out pool pairs + WMT20 QE dev; language part within the 5% leakage limit); "
+    "see docs/tuning.md")
+DEFAULT_METHODS = ("baseline", "mean-centering", DEFAULT_RECIPE)
 FLOOR_ENCODER = "hash:64"
+
+
+def default_params(method: str) -> dict:
+    """The settings the main job gives ``method`` unless told otherwise: the tuned ones for
+    the default recipe, none (the recipe's own defaults) for the rest."""
+    return dict(DEFAULT_RECIPE_PARAMS) if method == DEFAULT_RECIPE else {}
 
 
 def all_methods() -> list[str]:
@@ -62,6 +78,8 @@ class BenchConfig:
     tatoeba_languages: str = "tatoeba-14"
     max_eval_items: int | None = DEFAULT_MAX_EVAL_ITEMS
     seed: int = 0
+    #: per-method settings over the defaults (:data:`DEFAULT_RECIPE_PARAMS` for the default
+    #: recipe, each recipe's own for the rest)
     method_params: dict[str, dict] = field(default_factory=dict)
     skip_missing_languages: bool = False
     floor: bool = True
@@ -76,11 +94,29 @@ class BenchConfig:
         self.methods = list(dict.fromkeys(
             m for name in self.methods for m in (all_methods() if name == "all" else [name])))
         for name in self.methods:  # unknown names, parameters and settings: all now
-            build_method(name, self.method_params.get(name, {}), seed=self.seed)
+            build_method(name, self.params_for(name), seed=self.seed)
         self.tasks = list(check_tasks(self.tasks))
         self.languages = [normalize_language(x) for x in self.languages]
         self.training_data()  # validates languages and sizes now, not after the first run
         self.eval_options()
+
+    def params_for(self, method: str) -> dict:
+        """``method``'s settings: the tuned defaults of the default recipe, then
+        :attr:`method_params` on top."""
+        return {**default_params(method), **self.method_params.get(method, {})}
+
+    def notes(self) -> list[str]:
+        """What the report says about the settings of the runs."""
+        out = []
+        for method in self.methods:
+            params = self.params_for(method)
+            if params:
+                settings = ", ".join(f"{k}={v}" for k, v in params.items())
+                tuned = method == DEFAULT_RECIPE and all(
+                    params[k] == v for k, v in DEFAULT_RECIPE_PARAMS.items())
+                why = f" ({DEFAULT_RECIPE_NOTE})" if tuned else ""
+                out.append(f"{method}: {settings}{why}")
+        return out
 
     def training_data(self) -> TrainingData:
         return TrainingData(tuple(self.languages), self.pairs_per_language, seed=self.seed,
@@ -93,7 +129,7 @@ class BenchConfig:
     def specs(self) -> list[tuple[RunSpec, Path]]:
         """Every run of the bench and its folder: encoders x methods, then the floor."""
         out, data, evaluation = Path(self.out_dir), self.training_data(), self.eval_options()
-        specs = [(RunSpec(method=m, params=dict(self.method_params.get(m, {})), encoder=enc,
+        specs = [(RunSpec(method=m, params=self.params_for(m), encoder=enc,
                           data=data if method_class(m).needs_data else None,
                           tasks=tuple(self.tasks), evaluation=evaluation, seed=self.seed),
                   out / slug(enc) / m) for enc in self.encoders for m in self.methods]
@@ -119,8 +155,8 @@ def run_bench(config: BenchConfig) -> ExperimentResult:
                "encode_seconds": sum(s.encode_seconds + s.lookup_seconds for s in stats),
                "sentences_encoded": sum(s.encoded for s in stats)}
     timings["encode_fraction"] = timings["encode_seconds"] / timings["total_seconds"]
-    result = ExperimentResult("bench", asdict(config), runs, timings=timings,
-                              environment=environment())
+    result = ExperimentResult("bench", {**asdict(config), "notes": config.notes()}, runs,
+                              timings=timings, environment=environment())
     write_bench(result, Path(config.out_dir))
     logger.info("bench done in %.0fs (%.0fs encoding); tables in %s", timings["total_seconds"],
                 timings["encode_seconds"], Path(config.out_dir) / "results.md")
@@ -138,4 +174,5 @@ def write_bench(result: ExperimentResult, out: Path) -> None:
                                                          base_dir=out))
 
 
-__all__ = ["DEFAULT_METHODS", "BenchConfig", "all_methods", "run_bench", "write_bench"]
+__all__ = ["DEFAULT_METHODS", "DEFAULT_RECIPE", "DEFAULT_RECIPE_PARAMS", "BenchConfig",
+           "all_methods", "default_params", "run_bench", "write_bench"]

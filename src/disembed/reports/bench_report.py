@@ -98,6 +98,7 @@ def render_bench(result: ExperimentResult, *, figure: bool = False) -> str:
         f"disembed {env.get('disembed_version')} at {env.get('git_commit')}, torch "
         f"{env.get('torch')}, {env.get('cpu_count')} CPUs, {env.get('created_utc')}.",
         "",
+        *([f"Settings: {'; '.join(cfg['notes'])}.", ""] if cfg.get("notes") else []),
         "Scores x100. **meaning**: higher is better. **language**: the language part on the "
         "same task; lower means less meaning leaked into it. The hash row is a random "
         "encoder: chance level.",

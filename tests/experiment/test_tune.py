@@ -95,12 +95,13 @@ def test_tune_rejects_a_grid_the_method_does_not_take():
         TuneConfig(methods=["lir"], grids={"lir": {"lr": [1e-3]}})
 
 
-def _candidate(method, params, score, leaked):
+def _candidate(method, params, score, leaked, steps=0):
     from disembed.results import RunResult
 
     validation = {CRITERION: score, "language_retrieval": leaked}
     return RunResult(label=method, method=method, params=params, encoder={},
                      spec={"method": method, "params": params},
+                     training={"history": {"steps": steps}} if steps else {},
                      measurements={"validation": validation})
 
 
@@ -121,3 +122,17 @@ def test_choices_respect_the_leakage_limit_and_name_the_default():
     default = choose_default(runs)
     assert (default["method"], default["params"]) == ("seed-centered", {"init_scale": 0.9})
     assert choose_default([runs[1], runs[2]]) is None
+
+
+def test_ties_go_to_the_cheaper_candidate():
+    """Within TIE_TOLERANCE of the best, the fewest training steps win; outside it, the
+    score does; a cheaper candidate that leaks is never preferred."""
+    from disembed.experiment.tune import TIE_TOLERANCE, choose_default
+
+    slow = _candidate("inter", {"lr": 1e-4}, 0.6005, 0.01, steps=9000)
+    fast = _candidate("inter", {"lr": 3e-3}, 0.6005 - TIE_TOLERANCE / 2, 0.01, steps=600)
+    worse = _candidate("inter", {"lr": 1e-3}, 0.6005 - 2 * TIE_TOLERANCE, 0.01, steps=10)
+    leaky = _candidate("inter", {"lr": 1e-2}, 0.6005, 0.30, steps=5)
+    assert choose([slow, fast, worse, leaky])["inter"] == {"lr": 3e-3}
+    assert choose([slow, worse])["inter"] == {"lr": 1e-4}
+    assert choose_default([slow, fast, leaky])["params"] == {"lr": 3e-3}

@@ -22,7 +22,8 @@ def _default_line(ex: dict) -> str:
         return "**No candidate keeps its language part under the leakage limit.**"
     settings = ", ".join(f"{k}={v}" for k, v in d["params"].items()) or "its defaults"
     return (f"**Default recipe: `{d['method']}` with {settings}** (criterion "
-            f"{100 * d[ex['criterion']]:.2f}, the best of all candidates within the limit).")
+            f"{100 * d[ex['criterion']]:.2f}, the best of all candidates within the limit, "
+            "ties to the cheaper).")
 
 
 def render_tune(result: ExperimentResult) -> str:
@@ -40,7 +41,9 @@ def render_tune(result: ExperimentResult) -> str:
              "meaning part. Epochs: early stopping on the trainer's own validation split. "
              "A candidate is chosen only if its language part retrieves at most "
              f"{100 * ex['leakage_limit']:.0f}% of the held-out translations (else marked ✗; a "
-             "method with no such candidate keeps its best one).", "",
+             "method with no such candidate keeps its best one). Candidates within "
+             f"{100 * ex.get('tie_tolerance', 0):.1f} points of the best are tied, and the "
+             "one with the fewest training steps wins.", "",
              _default_line(ex), "",
              "| method | settings | criterion ↑ | pooled retrieval ↑ | WMT20 QE dev ↑ "
              "| xx↔en retrieval ↑ | language part retrieval ↓ | epochs | stopped by | fit (s) |",

@@ -14,15 +14,15 @@ from .plots import pyplot, save_png
 
 logger = logging.getLogger(__name__)
 
-#: (metric key, title, higher is better)
-COLUMNS = (("tatoeba", "Tatoeba-14 acc (meaning)", True),
-           ("tatoeba_seen", "Tatoeba, training languages", True),
-           ("tatoeba_unseen", "Tatoeba, other Tatoeba-36 languages", True),
+#: (metric key, title, higher is better); ``{tatoeba}`` is the study's Tatoeba language set
+COLUMNS = (("tatoeba", "Tatoeba ({tatoeba}) acc (meaning)", True),
+           ("tatoeba_seen", "Tatoeba ({tatoeba}), the training languages", True),
+           ("tatoeba_unseen", "Tatoeba ({tatoeba}), languages not trained on", True),
            ("sts17", "STS17 cross-lingual ρ (meaning)", True),
            ("sts17_mono", "STS17 monolingual ρ (meaning)", True),
            ("wmt20-qe", "WMT20 QE r (meaning, avg of 6)", True),
            ("leakage_tatoeba", "Tatoeba acc of the language part (leakage)", False))
-PLOTTED = (("tatoeba", "Tatoeba-14"), ("sts17", "STS17 cross-lingual"),
+PLOTTED = (("tatoeba", "Tatoeba ({tatoeba})"), ("sts17", "STS17 cross-lingual"),
            ("wmt20-qe", "WMT20 QE"))
 ALPHA = 0.05
 
@@ -46,7 +46,9 @@ def _metric_tables(result: ExperimentResult) -> list[str]:
     sizes = list(dict.fromkeys(r["size"] for r in rows))
     methods = list(dict.fromkeys(r["method"] for r in rows))
     lines = []
+    tatoeba = result.config.get("tatoeba_languages", "tatoeba")
     for key, title, higher in COLUMNS:
+        title = title.format(tatoeba=tatoeba)
         if all(math.isnan(_num(r.get(key))) for r in rows):
             continue
         lines += [f"### {title} {'↑' if higher else '↓'}", "",
@@ -94,6 +96,7 @@ def render_scaling(result: ExperimentResult) -> str:
              f"{'every item' if cfg['max_eval_items'] is None else cfg['max_eval_items']} "
              f"per subset; Tatoeba over {cfg['tatoeba_languages']}. Scores x100.", ""]
     for key, title in PLOTTED:
+        title = title.format(tatoeba=cfg.get("tatoeba_languages", "tatoeba"))
         name = f"scaling-{key}.png"
         if result.extras.get("figures", {}).get(key):
             lines += [f"![{title}]({name})", ""]
@@ -139,6 +142,7 @@ def write_scaling(result: ExperimentResult, out: Path) -> Path:
     figures = {}
     try:
         for key, title in PLOTTED:
+            title = title.format(tatoeba=result.config.get("tatoeba_languages", "tatoeba"))
             if any(not math.isnan(_num(r[key])) for r in result.extras["points"]):
                 plot_task(result.extras["points"], key, title, out / f"scaling-{key}.png")
                 figures[key] = f"scaling-{key}.png"

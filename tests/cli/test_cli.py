@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from disembed.cli import main
+from disembed.experiment import DEFAULT_RECIPE
 
 
 @pytest.fixture
@@ -82,10 +83,10 @@ def test_bench_runs_resumes_and_reports(env, capsys):
             "--tatoeba-languages", "de,zh"]
     assert main(args) == 0
     report = (env / "bench" / "results.md").read_text()
-    for needle in ("hash:16 / baseline", "hash:16 / mean-centering", "hash:16 / seed-centered",
-                   "(floor)", "## Training data", "de-en | 40", "## sts17",
-                   "Settings: seed-centered: ", "max_epochs=2 (the validation winner of "
-                   "`disembed tune`"):
+    for needle in ("hash:16 / baseline", "hash:16 / mean-centering",
+                   f"hash:16 / {DEFAULT_RECIPE}", "(floor)", "## Training data", "de-en | 40",
+                   "## sts17", f"Settings: {DEFAULT_RECIPE}: ",
+                   "max_epochs=2 (the validation winner of `disembed tune`"):
         assert needle in report, needle
     assert (env / "bench" / "summary.png").stat().st_size > 1000
     first = json.loads((env / "bench" / "bench.json").read_text())
@@ -93,9 +94,9 @@ def test_bench_runs_resumes_and_reports(env, capsys):
     assert main(args) == 0  # finished runs are reused, nothing is encoded again
     second = json.loads((env / "bench" / "bench.json").read_text())
     assert second["timings"]["sentences_encoded"] == 0
-    seed_run = next(r for r in second["runs"] if r["label"].endswith("seed-centered"))
-    assert seed_run["timings"] == next(
-        r for r in first["runs"] if r["label"].endswith("seed-centered"))["timings"]
+    trained = next(r for r in second["runs"] if r["label"].endswith(f"/ {DEFAULT_RECIPE}"))
+    assert trained["timings"] == next(
+        r for r in first["runs"] if r["label"].endswith(f"/ {DEFAULT_RECIPE}"))["timings"]
 
 
 def test_unknown_method_in_bench_suggests(env, capsys):

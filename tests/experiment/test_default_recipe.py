@@ -29,10 +29,10 @@ def test_the_default_settings_are_candidates_of_the_tune_grid():
 
 def test_user_settings_go_over_the_defaults_and_drop_the_tuned_note(tmp_path):
     config = BenchConfig(encoders=["hash:16"], languages=["de"], out_dir=str(tmp_path),
-                         method_params={DEFAULT_RECIPE: {"lr": 3e-3}})
-    assert _params(config)[DEFAULT_RECIPE] == {**DEFAULT_RECIPE_PARAMS, "lr": 3e-3}
+                         method_params={DEFAULT_RECIPE: {"lr": 5e-4}})
+    assert _params(config)[DEFAULT_RECIPE] == {**DEFAULT_RECIPE_PARAMS, "lr": 5e-4}
     (note,) = config.notes()
-    assert "lr=0.003" in note and "disembed tune" not in note
+    assert "lr=0.0005" in note and "disembed tune" not in note
 
 
 def test_other_recipes_keep_their_own_defaults(tmp_path):

@@ -9,6 +9,7 @@ import shutil
 import pytest
 
 from disembed.cli import main
+from disembed.experiment import DEFAULT_RECIPE
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
@@ -49,7 +50,7 @@ def test_report_renders_in_headless_chromium(bench_page, tmp_path):
         page.screenshot(path=str(shot), full_page=True)
         browser.close()
     assert title == "disembed bench"
-    assert "hash:16 / seed-centered" in cells and "hash:16 / mean-centering" in cells
+    assert f"hash:16 / {DEFAULT_RECIPE}" in cells and "hash:16 / mean-centering" in cells
     assert any(c.replace(".", "", 1).isdigit() for c in cells)  # scores, not empty cells
     assert images and all(ok and w > 100 and h > 100 for ok, w, h in images)
     assert {"Summary", "Training data", "Provenance"} <= set(headings)

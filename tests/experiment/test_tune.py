@@ -35,7 +35,21 @@ def test_validation_scores_prefer_a_model_that_removes_the_language_offset():
                                 src, tgt, pairs, qe_dev=0.2)
     assert centred["pooled_retrieval"] > raw["pooled_retrieval"] + 0.3
     assert set(centred["per_language"]) == {"de", "zh"}
-    assert centred["validation_score"] == pytest.approx((centred["pooled_retrieval"] + 0.2) / 2)
+    assert centred["bitext_retrieval"] > raw["bitext_retrieval"]
+    assert centred["validation_score"] == pytest.approx((centred["bitext_retrieval"] + 0.2) / 2)
+
+
+def test_version_4_measurements_are_recombined_not_refitted():
+    from disembed.experiment.tune import VALIDATION_VERSION, upgrade_measurement
+
+    v4 = {CRITERION: 0.64, "pooled_retrieval": 0.886, "bitext_retrieval": 0.958,
+          "qe_dev": 0.395, "language_retrieval": 0.006, "version": 4}
+    assert upgrade_measurement(v4)
+    assert v4[CRITERION] == pytest.approx((0.958 + 0.395) / 2)
+    assert v4["version"] == VALIDATION_VERSION
+    assert not upgrade_measurement(v4)  # already current
+    older = {CRITERION: 0.6, "pooled_retrieval": 0.8, "qe_dev": 0.3, "version": 3}
+    assert not upgrade_measurement(older) and older["version"] == 3  # must be re-measured
 
 
 def test_tune_fits_every_candidate_and_keeps_the_best(env):

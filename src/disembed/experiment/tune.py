@@ -2,17 +2,24 @@
 
 Each method's grid (learning rates for trained recipes, the rank of ``lir`` / ``lsar``, ...)
 is fitted on the training pool with ``holdout_per_language`` pairs of every language set
-aside, and each candidate is scored on those held-out pairs (meaning part) by two
-label-free criteria that stand for the two kinds of evaluation task:
+aside, and each candidate is scored on those held-out pairs (meaning part) by two criteria
+that stand for the two kinds of evaluation task:
 
-* retrieval (Tatoeba, mining): pooled retrieval,
-  :func:`~disembed.evaluation.metrics.pooled_retrieval_accuracy`: every sentence must find
-  its translation among all held-out sentences of all languages;
+* retrieval (Tatoeba, BUCC mining): xx<->en retrieval of the held-out pairs, per language
+  and averaged (``bitext_retrieval``: the Tatoeba protocol on pool sentences, each
+  sentence against the other side of its own language pair);
 * graded similarity (STS17, QE): Pearson correlation on the official WMT20 QE **dev**
   split (``wmt20_mlqe/dev``, 1000 rated translations per pair; the tests use ``test``),
   averaged over the six pairs. Graded quality needs graded labels: label-free stand-ins
   (similarities against the raw English ones as teacher, or against the model's own
   English space) ranked methods opposite to their cross-lingual STS.
+
+Pooled retrieval (:func:`~disembed.evaluation.metrics.pooled_retrieval_accuracy`: every
+sentence against all held-out sentences of all languages) is reported beside them but is
+not part of the criterion since validation version 5: it rewards a split for making
+languages indistinguishable, which no evaluation task asks for, and ranked ``dream`` first
+(pooled 88.6 vs 86.6 for ``seed-centered``) while its xx<->en retrieval and QE dev, the
+protocols of the tasks, were below (docs/tuning.md tells how this was found).
 
 The choice maximises their mean (``validation_score``) among the candidates whose language
 part leaks at most :data:`LEAKAGE_LIMIT` (xx<->en retrieval of the held-out translations by
@@ -76,7 +83,7 @@ GRIDS: dict[str, dict[str, list]] = {
 }
 #: Bumped when the criteria change: finished candidates are then re-measured from their saved
 #: models, not refitted.
-VALIDATION_VERSION = 4
+VALIDATION_VERSION = 5
 DEFAULT_TUNE_METHODS = ("baseline", "mean-centering", "seed", "seed-centered", "inter",
                         "lir", "lsar", "leace")
 CRITERION = "validation_score"
@@ -141,8 +148,9 @@ def validation_scores(model: Disentangler, src: np.ndarray, tgt: np.ndarray,
     leaked = (_per_language_retrieval(a["language"], b["language"], pairs.src_lang)
               if "language" in a else {})
     pooled = pooled_retrieval_accuracy(a["meaning"], b["meaning"])
-    return {CRITERION: (pooled + qe_dev) / 2, "pooled_retrieval": pooled, "qe_dev": qe_dev,
-            "bitext_retrieval": float(np.mean(list(retrieval.values()))),
+    bitext = float(np.mean(list(retrieval.values())))
+    return {CRITERION: (bitext + qe_dev) / 2, "pooled_retrieval": pooled, "qe_dev": qe_dev,
+            "bitext_retrieval": bitext,
             "language_retrieval": float(np.mean(list(leaked.values()))) if leaked else None,
             "per_language": retrieval, "version": VALIDATION_VERSION}
 
@@ -200,11 +208,24 @@ def _candidate(config: TuneConfig, method: str, params: dict, encoder: Encoder,
                                    or "default")
     result = run(spec, workspace, outputs=RunOutputs(run_dir=folder), encoder=encoder,
                  hooks=hooks)
-    if result.measurements.get("validation", {}).get("version") != VALIDATION_VERSION:
+    if upgrade_measurement(result.measurements.get("validation", {})):
+        result.to_json(folder / RESULT_FILE)
+    elif result.measurements.get("validation", {}).get("version") != VALIDATION_VERSION:
         model = load_disentangler(folder / "model")  # finished under older criteria
         result.measurements = hooks.measure(model, encoder, result.scores)
         result.to_json(folder / RESULT_FILE)
     return result
+
+
+def upgrade_measurement(validation: dict[str, Any]) -> bool:
+    """Bring a version-4 measurement to the current criterion in place, when it holds every
+    part of it (version 4 measured the same parts and chose on pooled retrieval instead of
+    xx<->en retrieval); ``False`` when it cannot (then the candidate is re-measured)."""
+    if validation.get("version") != 4 or "language_retrieval" not in validation:
+        return False
+    validation[CRITERION] = (validation["bitext_retrieval"] + validation["qe_dev"]) / 2
+    validation["version"] = VALIDATION_VERSION
+    return True
 
 
 def within_limit(run: RunResult) -> bool:
@@ -252,4 +273,5 @@ def choose_default(runs: list[RunResult]) -> dict[str, Any] | None:
 
 
 __all__ = ["CRITERION", "GRIDS", "LEAKAGE_LIMIT", "TIE_TOLERANCE", "TuneConfig", "choose",
-           "choose_default", "training_steps", "tune", "validation_scores", "within_limit"]
+           "choose_default", "training_steps", "tune", "upgrade_measurement",
+           "validation_scores", "within_limit"]

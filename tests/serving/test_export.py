@@ -63,13 +63,15 @@ def _pairs(n=160, seed=0):
 
 @pytest.fixture(scope="module")
 def trained(tiny_model_dir, tmp_path_factory):
-    """Models of four kinds, trained on the tiny encoder's embeddings and saved like `train`."""
+    """Models of five kinds, trained on the tiny encoder's embeddings and saved like `train`."""
     root = tmp_path_factory.mktemp("models")
     de, en = _pairs()
     out = {}
     recipes = {"seed": ({"max_epochs": 2, "batch_size": 32}, "passage: "),
                "dream": ({"max_epochs": 2, "batch_size": 32, "hidden": 8}, ""),
                "mean-centering": ({}, ""),
+               # the default recipe: a head on per-language-centred inputs, routed per language
+               "seed-centered": ({"max_epochs": 2, "batch_size": 32, "init_scale": 0.9}, ""),
                "linear-map": ({"heldout_fraction": 0.0, "ridge": 0.01}, "")}
     for name, (params, prefix) in recipes.items():
         enc = load_encoder(f"st:{tiny_model_dir}", pooling="mean", prefix=prefix)

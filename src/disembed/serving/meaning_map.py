@@ -10,6 +10,7 @@ baseline               ``m = e``                                   no
 seed, intra/inter/both ``m = W e + b`` (SEED's residual head)      no
 dream, meat, oracle*   ``m = MLP_m(e)``: ``W e + b``, or            no
                        ``W2 relu(W1 e + b1) + b2`` with ``hidden``
+any ``*-centered``     ``m = head(e - mu_lang)``                    yes
 mean-centering         ``m = e - mu_lang``                          yes
 linear-map             ``m = A_lang e + b_lang`` (identity for      yes
                        the pivot)
@@ -104,15 +105,15 @@ def meaning_map(model: Disentangler) -> MeaningMap:
         head = getattr(model.head_, "meaning", None)
         if head is None:
             raise ConfigError(f"{model.method}'s head has no 'meaning' layer to export")
-        return MeaningMap(model.method, d, {"": torch_layers(head)}, False)
+        layers = torch_layers(head)
+        centering = getattr(model, "centering_", None)
+        if centering is None:
+            return MeaningMap(model.method, d, {"": layers}, False)
+        centred = _centering_map(centering, d)  # m = head(e - mu_lang): one route per language
+        return MeaningMap(model.method, d, {k: v + layers for k, v in centred.routes.items()},
+                          True, centred.notes)
     if isinstance(model, MeanCentering):
-        routes = {lang: [_identity(d, -mu)] for lang, mu in zip(model.languages_, model.means_,
-                                                                 strict=True)}
-        routes[GLOBAL_ROUTE] = [_identity(d, -model.means_.mean(axis=0))]
-        notes = [f"route {GLOBAL_ROUTE!r} subtracts the mean over all training languages "
-                 "(disembed's unknown_language='global'); disembed's default for unseen "
-                 "languages ('batch': the mean of the rows being encoded) has no exported form"]
-        return MeaningMap(model.method, d, routes, True, notes)
+        return _centering_map(model, d)
     if isinstance(model, LinearMap):
         routes = {lang: [Affine(A.astype(np.float32), b.astype(np.float32))]
                   for lang, (A, b) in model.maps_.items()}
@@ -124,6 +125,17 @@ def meaning_map(model: Disentangler) -> MeaningMap:
     raise ConfigError(f"{model.method} has no exported form yet (exportable: baseline, the "
                       "trained recipes, mean-centering, linear-map); serve it with "
                       "'disembed serve --model DIR' instead")
+
+
+def _centering_map(centering: MeanCentering, d: int) -> MeaningMap:
+    """``m = e - mu_lang``: one route per training language and the global mean's route."""
+    routes = {lang: [_identity(d, -mu)] for lang, mu in zip(centering.languages_,
+                                                             centering.means_, strict=True)}
+    routes[GLOBAL_ROUTE] = [_identity(d, -centering.means_.mean(axis=0))]
+    notes = [f"route {GLOBAL_ROUTE!r} subtracts the mean over all training languages "
+             "(disembed's unknown_language='global'); disembed's default for unseen "
+             "languages ('batch': the mean of the rows being encoded) has no exported form"]
+    return MeaningMap(centering.method, d, routes, True, notes)
 
 
 def apply_map(mmap: MeaningMap, X: np.ndarray, language: str | None = None) -> np.ndarray:

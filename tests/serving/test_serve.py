@@ -34,7 +34,7 @@ def _fit(name: str, enc: HashEncoder):
     words = [f"w{i}" for i in range(50)]
     de = [" ".join(rng.choice(words, 4)) for _ in range(64)]
     en = [s.upper() for s in de]
-    params = {"max_epochs": 1, "batch_size": 32} if name == "seed" else {}
+    params = {"max_epochs": 1, "batch_size": 32} if name.startswith("seed") else {}
     return make_method(name, **params).fit(enc.encode(de), enc.encode(en), "de", "en")
 
 
@@ -229,3 +229,13 @@ def test_load_service_rebuilds_an_st_encoder_from_its_identity(tmp_path):
     assert service.encoder.identity == enc.identity
     np.testing.assert_allclose(service.encode(["hallo welt"]), enc.encode(["hallo welt"]),
                                atol=1e-6)
+
+
+def test_a_centred_head_needs_the_language_and_a_raw_head_does_not():
+    """seed-centered subtracts mu_lang before its head: without the language its meaning
+    part would silently use the batch mean instead."""
+    from disembed.serving.service import needs_language
+
+    enc = HashEncoder(16)
+    assert needs_language(_fit("seed-centered", enc))
+    assert not needs_language(_fit("seed", enc))

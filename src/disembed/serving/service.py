@@ -8,7 +8,8 @@ derives the views the API names:
 * ``"meaning"``: ``model.meaning(raw, languages)``;
 * ``"language"``: ``model.language(raw, languages)`` (methods with a language part).
 
-Methods whose meaning part depends on the language (mean-centering, linear-map) need a
+Methods whose meaning part depends on the language (mean-centering, linear-map, any
+``*-centered`` recipe such as the default ``seed-centered``) need a
 language per text; the others ignore it. Similarity and QE scores are cosines between
 the meaning parts of two sides, exactly as the WMT20 QE task scores a pair
 (:func:`disembed.evaluation.metrics.paired_cosine`).
@@ -39,8 +40,11 @@ class ServiceError(Exception):
 
 
 def needs_language(model: Disentangler) -> bool:
-    """Whether ``model``'s views depend on the language (everything but the head recipes)."""
-    return not isinstance(model, (Baseline, NeuralDisentangler))
+    """Whether ``model``'s views depend on the language: everything but the baseline and the
+    head recipes trained on raw inputs (a ``*-centered`` head subtracts ``mu_lang`` first)."""
+    if isinstance(model, NeuralDisentangler):
+        return getattr(model, "centering_", None) is not None
+    return not isinstance(model, Baseline)
 
 
 class CountingEncoder:

@@ -63,3 +63,13 @@ def test_scale_verb_end_to_end_and_rerun_reuses_every_run(env, capsys):
     assert main(args) == 0
     again = json.loads((env / "sc" / "scaling.json").read_text())
     assert [r["timings"] for r in again["runs"]] == first  # nothing refitted
+    # a seed that never ran: --finished-only reports it as not run and fits nothing
+    more = [a if a != "0,1" else "0,1,2" for a in args] + ["--finished-only"]
+    assert main(more) == 0
+    partial = json.loads((env / "sc" / "scaling.json").read_text())
+    assert [r["timings"] for r in partial["runs"]] == first
+    assert partial["extras"]["not_run"] == ["seed at 20 pairs/lang, seed 2",
+                                            "seed at all pairs/lang, seed 2"]
+    assert "Not run (left out of every table): seed at 20" in (
+        env / "sc" / "scaling.md").read_text()
+    assert not (env / "sc" / "20" / "seed" / "seed-2").exists()

@@ -38,6 +38,9 @@ def add_parser(verbs) -> None:
     p.add_argument("--reference", default="mean-centering")
     p.add_argument("--n-resamples", type=positive_int, default=2000)
     p.add_argument("--out", default="runs/scaling")
+    p.add_argument("--finished-only", action="store_true",
+                   help="report the points already finished in --out and fit nothing (a "
+                        "study whose slow recipes ran at fewer sizes or seeds)")
     add_common(p)
     p.set_defaults(handler=run)
 
@@ -48,7 +51,8 @@ def run(args: argparse.Namespace) -> int:
         languages=args.languages, holdout_per_language=args.holdout, tasks=args.tasks,
         max_eval_items=args.max_eval_items, tatoeba_languages=args.tatoeba_languages,
         params=args.params, reference=args.reference, n_resamples=args.n_resamples,
-        out_dir=args.out, data_dir=args.data_dir, cache_dir=args.cache_dir)
+        out_dir=args.out, data_dir=args.data_dir, cache_dir=args.cache_dir,
+        finished_only=args.finished_only)
     run_scaling(config)
     print(f"{args.out}/report.html")  # noqa: T201
     return 0

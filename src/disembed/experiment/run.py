@@ -126,6 +126,15 @@ def run(spec: RunSpec, workspace: Workspace = Workspace(), *,
     return result
 
 
+def finished_run(spec: RunSpec, run_dir: str | Path, encoder: Encoder,
+                 workspace: Workspace = Workspace()) -> RunResult | None:
+    """The finished run of ``spec`` in ``run_dir`` (same fingerprint, encoder and training
+    pairs, as :func:`run` would reuse it), or ``None``: nothing is fitted or evaluated."""
+    tasks = check_tasks(spec.tasks)
+    return _finished(Path(run_dir), spec.fingerprint(), encoder,
+                     lambda: load_pairs(spec.data, tasks, workspace)[1]["digest"])
+
+
 def _with_saved_model(spec: RunSpec, saved: Disentangler | None) -> RunSpec:
     """A run of a saved model takes the model's method, a label naming the folder, and the
     model's encoder unless the spec names one."""

@@ -33,7 +33,7 @@ from ..provenance import environment
 from ..reports.scaling_report import write_scaling
 from ..results import ExperimentResult, RunResult
 from ..util.text import slug
-from .run import RunOutputs, run
+from .run import RunOutputs, finished_run, run
 from .spec import DEFAULT_TRAIN_LANGUAGES, RunSpec, TrainingData, Workspace
 from .steps import open_encoder
 
@@ -70,6 +70,9 @@ class ScalingConfig:
     out_dir: str = "runs/scaling"
     data_dir: str | None = None
     cache_dir: str | None = None
+    #: report only the points already finished in ``out_dir`` (fit nothing): a study whose
+    #: methods ran at different sizes or seeds, e.g. a slow recipe at the small sizes only
+    finished_only: bool = False
 
     def __post_init__(self) -> None:
         if not self.sizes or not self.seeds:
@@ -126,16 +129,26 @@ def run_scaling(config: ScalingConfig) -> ExperimentResult:
     workspace = Workspace(data_dir=config.data_dir, cache_dir=config.cache_dir)
     encoder = open_encoder(RunSpec(encoder=config.encoder), workspace)
     done: dict[str, RunResult] = {}
-    entries = []
+    entries, missing = [], []
     for point in config.points():
         key = point.spec.fingerprint()
-        if key not in done:
+        if key not in done and config.finished_only:
+            found = finished_run(point.spec, point.folder, encoder, workspace)
+            if found is None:
+                missing.append(f"{point.method} at {point.size} pairs/lang, seed "
+                               f"{point.spec.seed}")
+                continue
+            done[key] = found
+        elif key not in done:
             done[key] = run(point.spec, workspace, outputs=RunOutputs(run_dir=point.folder),
                             encoder=encoder)
         entries.append((point, done[key]))
+    if missing:
+        logger.info("not run (left out of the report): %s", "; ".join(missing))
     result = ExperimentResult("scaling", asdict(config), list(done.values()),
                               comparisons=compare_to_reference(config, entries),
-                              extras={"points": summarise(config, entries)},
+                              extras={"points": summarise(config, entries),
+                                      "not_run": missing},
                               timings={"total_seconds": time.perf_counter() - t0},
                               environment=environment())
     write_scaling(result, Path(config.out_dir))

@@ -100,6 +100,9 @@ def render_scaling(result: ExperimentResult) -> str:
         name = f"scaling-{key}.png"
         if result.extras.get("figures", {}).get(key):
             lines += [f"![{title}]({name})", ""]
+    not_run = result.extras.get("not_run") or []
+    if not_run:
+        lines += [f"Not run (left out of every table): {'; '.join(not_run)}.", ""]
     lines += ["## Scores by training size", "", *_metric_tables(result), *_comparisons(result)]
     return "\n".join(lines) + "\n"
 

@@ -114,7 +114,7 @@ def plot_task(rows: list[dict], key: str, title: str, path: Path) -> Path:
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
     for ax, metric, label in ((axes[0], key, f"{title} (meaning) x100"),
                               (axes[1], "leakage_tatoeba",
-                               "Tatoeba acc of the language part x100 (lower = less leaked)")):
+                               "language part: Tatoeba acc x100 (lower: less leaked)")):
         for i, method in enumerate(dict.fromkeys(r["method"] for r in rows)):
             own = sorted((r for r in rows if r["method"] == method and r["train_pairs"]
                           and not math.isnan(_num(r[metric]))), key=lambda r: r["train_pairs"])
@@ -135,7 +135,7 @@ def plot_task(rows: list[dict], key: str, title: str, path: Path) -> Path:
         ax.grid(alpha=0.3)
     axes[0].legend(fontsize=7, ncol=2)
     fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0, 1, 0.95))  # room for the title above both panels
     return save_png(fig, path)
 
 

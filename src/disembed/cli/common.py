@@ -111,42 +111,33 @@ def csv_list(text: str) -> list[str]:
     return items
 
 
-def positive_int(text: str) -> int:
+def _int_at_least(text: str, minimum: int, expected: str) -> int:
+    """``text`` as an integer >= ``minimum``, else an argparse error naming ``expected``."""
     try:
         value = int(text)
     except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+        value = minimum - 1
+    if value < minimum:
+        raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}")
     return value
+
+
+def positive_int(text: str) -> int:
+    return _int_at_least(text, 1, "a positive integer")
 
 
 def items_or_all(text: str) -> int | None:
     """A count >= 2 or ``all`` (None)."""
     if text.strip().lower() == "all":
         return None
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 2:
-        raise argparse.ArgumentTypeError(f"expected a number of items >= 2 or 'all', got "
-                                         f"{text!r}")
-    return value
+    return _int_at_least(text, 2, "a number of items >= 2 or 'all'")
 
 
 def pairs_or_all(text: str) -> int | None:
     """Pairs per language: an integer >= 20 or ``all`` (None)."""
     if text.strip().lower() == "all":
         return None
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 20:
-        raise argparse.ArgumentTypeError(f"expected a number of pairs per language >= 20 or "
-                                         f"'all', got {text!r}")
-    return value
+    return _int_at_least(text, 20, "a number of pairs per language >= 20 or 'all'")
 
 
 # --- argument types: every value is checked here, before any work starts ------------------
@@ -171,13 +162,7 @@ def positive_float(text: str) -> float:
 
 
 def nonnegative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}")
-    return value
+    return _int_at_least(text, 0, "an integer >= 0")
 
 
 def input_file(text: str) -> str:

@@ -96,8 +96,7 @@ def run(spec: RunSpec, workspace: Workspace = Workspace(), *,
     _check_encoder(spec, saved, encoder)
     fingerprint = spec.fingerprint()
     if outputs.run_dir is not None and not workspace.force:
-        previous = _finished(Path(outputs.run_dir), fingerprint, encoder,
-                             lambda: load_pairs(spec.data, tasks, workspace)[1]["digest"])
+        previous = finished_run(spec, outputs.run_dir, encoder, workspace)
         if previous is not None:
             return previous
     stats_before = _encode_seconds(encoder)

@@ -132,16 +132,16 @@ def run_scaling(config: ScalingConfig) -> ExperimentResult:
     entries, missing = [], []
     for point in config.points():
         key = point.spec.fingerprint()
-        if key not in done and config.finished_only:
-            found = finished_run(point.spec, point.folder, encoder, workspace)
+        if key not in done:
+            found = (finished_run(point.spec, point.folder, encoder, workspace)
+                     if config.finished_only else
+                     run(point.spec, workspace, outputs=RunOutputs(run_dir=point.folder),
+                         encoder=encoder))
             if found is None:
                 missing.append(f"{point.method} at {point.size} pairs/lang, seed "
                                f"{point.spec.seed}")
                 continue
             done[key] = found
-        elif key not in done:
-            done[key] = run(point.spec, workspace, outputs=RunOutputs(run_dir=point.folder),
-                            encoder=encoder)
         entries.append((point, done[key]))
     if missing:
         logger.info("not run (left out of the report): %s", "; ".join(missing))

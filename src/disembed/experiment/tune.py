@@ -264,10 +264,9 @@ def choose(runs: list[RunResult]) -> dict[str, dict]:
 def choose_default(runs: list[RunResult]) -> dict[str, Any] | None:
     """The method (and settings) of the best candidate (see :func:`_best`) among all
     candidates within the leakage limit, or ``None`` when none is."""
-    allowed = [r for r in runs if within_limit(r)]
-    if not allowed:
+    if not any(within_limit(r) for r in runs):
         return None
-    best = _best(allowed)
+    best = _best(runs)  # chooses among those within the limit
     return {"method": best.spec["method"], "params": dict(best.spec["params"]),
             CRITERION: _score(best)}
 

@@ -27,6 +27,11 @@ PLOTTED = (("tatoeba", "Tatoeba ({tatoeba})"), ("sts17", "STS17 cross-lingual"),
 ALPHA = 0.05
 
 
+def _titled(title: str, config: dict) -> str:
+    """``title`` with the study's Tatoeba language set filled in."""
+    return title.format(tatoeba=config.get("tatoeba_languages", "tatoeba"))
+
+
 def _num(x: float | None) -> float:
     """A number read back from JSON (where nan is null) as a float."""
     return float("nan") if x is None else float(x)
@@ -46,9 +51,8 @@ def _metric_tables(result: ExperimentResult) -> list[str]:
     sizes = list(dict.fromkeys(r["size"] for r in rows))
     methods = list(dict.fromkeys(r["method"] for r in rows))
     lines = []
-    tatoeba = result.config.get("tatoeba_languages", "tatoeba")
     for key, title, higher in COLUMNS:
-        title = title.format(tatoeba=tatoeba)
+        title = _titled(title, result.config)
         if all(math.isnan(_num(r.get(key))) for r in rows):
             continue
         lines += [f"### {title} {'↑' if higher else '↓'}", "",
@@ -96,7 +100,7 @@ def render_scaling(result: ExperimentResult) -> str:
              f"{'every item' if cfg['max_eval_items'] is None else cfg['max_eval_items']} "
              f"per subset; Tatoeba over {cfg['tatoeba_languages']}. Scores x100.", ""]
     for key, title in PLOTTED:
-        title = title.format(tatoeba=cfg.get("tatoeba_languages", "tatoeba"))
+        title = _titled(title, cfg)
         name = f"scaling-{key}.png"
         if result.extras.get("figures", {}).get(key):
             lines += [f"![{title}]({name})", ""]
@@ -145,7 +149,7 @@ def write_scaling(result: ExperimentResult, out: Path) -> Path:
     figures = {}
     try:
         for key, title in PLOTTED:
-            title = title.format(tatoeba=result.config.get("tatoeba_languages", "tatoeba"))
+            title = _titled(title, result.config)
             if any(not math.isnan(_num(r[key])) for r in result.extras["points"]):
                 plot_task(result.extras["points"], key, title, out / f"scaling-{key}.png")
                 figures[key] = f"scaling-{key}.png"

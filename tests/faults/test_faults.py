@@ -203,15 +203,24 @@ def test_train_killed_at_seeded_points_resumes_to_the_same_model(tmp_path):
     ref = _train(tmp_path / "ref")
     assert ref.code == 0, ref.stderr
     files = ("model.safetensors", "config.json")
-    expected = {f: (tmp_path / "ref" / "model" / f).read_bytes() for f in files}
-    for point in kill_points(ref.events, 8, seed=7):
+
+    def model_files(root: Path) -> dict:
+        return {f: (root / "model" / f).read_bytes() for f in files}
+
+    _kill_then_rerun(tmp_path, _train, model_files, model_files(tmp_path / "ref"),
+                     kill_points(ref.events, 8, seed=7))
+
+
+def _kill_then_rerun(tmp_path: Path, job, outputs, expected, points: list[int]) -> None:
+    """At each fault point: ``job`` killed there, then run again, must finish with
+    ``outputs(root) == expected`` and leave no temporary files."""
+    for point in points:
         root = tmp_path / f"kill-{point}"
-        hurt = _train(root, kill_at=point)
+        hurt = job(root, kill_at=point)
         assert hurt.killed, (point, hurt.stderr)
-        done = _train(root)
+        done = job(root)
         assert done.code == 0, done.stderr
-        got = {f: (root / "model" / f).read_bytes() for f in files}
-        assert got == expected, point
+        assert outputs(root) == expected, point
         assert temp_files(root) == []
 
 
@@ -241,15 +250,10 @@ def test_bench_killed_at_seeded_points_finishes_with_the_same_results(tmp_path):
     assert ref.code == 0, ref.stderr
     expected = _bench_results(tmp_path / "ref")
     assert len(expected) == 8  # three methods and the floor, scores and weights each
-    for point in kill_points(ref.events, 6, seed=13):
-        root = tmp_path / f"kill-{point}"
-        hurt = _bench(root, kill_at=point)
-        assert hurt.killed, (point, hurt.stderr)
-        done = _bench(root)
-        assert done.code == 0, done.stderr
-        assert _bench_results(root) == expected, point
-        assert (root / "bench" / "results.md").is_file()
-        assert temp_files(root) == []
+    _kill_then_rerun(tmp_path, _bench,
+                     lambda root: (_bench_results(root),
+                                   (root / "bench" / "results.md").is_file()),
+                     (expected, True), kill_points(ref.events, 6, seed=13))
 
 
 @pytest.fixture

@@ -2,7 +2,7 @@
 
 from disembed.experiment import DEFAULT_METHODS, DEFAULT_RECIPE, DEFAULT_RECIPE_PARAMS
 from disembed.experiment.bench import BenchConfig
-from disembed.experiment.tune import GRIDS
+from disembed.methods import tuning_grid
 
 
 def _params(config: BenchConfig) -> dict[str, dict]:
@@ -22,7 +22,7 @@ def test_default_job_trains_the_default_recipe_with_its_tuned_settings(tmp_path)
 
 def test_the_default_settings_are_candidates_of_the_tune_grid():
     """The default must be something tune can have chosen, not a hand-picked value."""
-    grid = GRIDS[DEFAULT_RECIPE]
+    grid = tuning_grid(DEFAULT_RECIPE)
     assert set(DEFAULT_RECIPE_PARAMS) <= set(grid)
     assert all(value in grid[key] for key, value in DEFAULT_RECIPE_PARAMS.items())
 

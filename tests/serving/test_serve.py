@@ -193,7 +193,7 @@ def test_load_service_wraps_the_cache_and_checks_the_encoder(tmp_path):
     assert len(service.encoder.store) == 2  # the embedding cache sits behind the service
     from disembed.exceptions import ConfigError
 
-    with pytest.raises(ConfigError, match="not the encoder the model was trained on"):
+    with pytest.raises(ConfigError, match="was trained on encoder .* but this run uses hash:32"):
         load_service(tmp_path / "m", "hash:32", use_cache=False)
     bare = load_service(None, "hash:8", use_cache=False)
     assert bare.views == ["meaning", "raw"] and not bare.needs_language
@@ -234,8 +234,10 @@ def test_load_service_rebuilds_an_st_encoder_from_its_identity(tmp_path):
 def test_a_centred_head_needs_the_language_and_a_raw_head_does_not():
     """seed-centered subtracts mu_lang before its head: without the language its meaning
     part would silently use the batch mean instead."""
-    from disembed.serving.service import needs_language
-
     enc = HashEncoder(16)
-    assert needs_language(_fit("seed-centered", enc))
-    assert not needs_language(_fit("seed", enc))
+    assert _fit("seed-centered", enc).uses_language
+    assert not _fit("seed", enc).uses_language
+    for method in ("lsar", "leace", "baseline"):  # they need no language: serve asks none
+        service = EmbeddingService(enc, _fit(method, enc))
+        assert not service.needs_language
+        assert service.languages_for(2, None, "language") == ["und", "und"]

@@ -5,14 +5,15 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..experiment import check_model_encoder, model_encoder_spec
-from ..methods import load_disentangler
+from ..encoders.cached import cached
 from ..mining import BACKENDS, MARGINS, MODES, MineConfig, mine_files
+from ..saved_model import SavedModel
 from .common import (
     add_common,
     add_encoder,
     check_not_inputs,
     encoder_from_args,
+    encoder_options,
     finite_float,
     input_dir,
     input_file,
@@ -42,22 +43,15 @@ def add_input_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--backend", choices=BACKENDS, default="exact", help="k-NN backend")
 
 
-def load_model(args: argparse.Namespace):
-    if not args.model:
-        return None
-    return load_disentangler(args.model)
-
-
 def model_and_encoder(args: argparse.Namespace):
-    """The saved model (or ``None``) and the encoder: ``--encoder``, else the model's own
-    (checked to be the one it was trained on), else the default."""
-    model = load_model(args)
-    if model is None:
+    """The saved model (or ``None``) and the encoder behind the cache: ``--encoder``, else
+    the model's own (checked to be the one it was trained on, by
+    :class:`~disembed.saved_model.SavedModel`), else the default."""
+    if not args.model:
         return None, encoder_from_args(args)
-    spec = model_encoder_spec(model, args.model, args.encoder)
-    encoder = encoder_from_args(args, spec)
-    check_model_encoder(model, args.model, spec, encoder)
-    return model, encoder
+    saved = SavedModel.load(args.model, args.encoder, encoder_options(args))
+    encoder, model = saved
+    return model, cached(encoder, args.cache_dir, args.cache_dtype)
 
 
 def run_dir(args: argparse.Namespace) -> Path:

@@ -13,7 +13,9 @@ import argparse
 import json
 
 from ..experiment import DEFAULT_PAIRS_PER_LANGUAGE, DEFAULT_TRAIN_LANGUAGES
-from ..experiment.tune import DEFAULT_TUNE_METHODS, GRIDS, TuneConfig, tune
+from ..experiment.params import DEFAULT_TUNE_METHODS
+from ..experiment.tune import TuneConfig, tune
+from ..methods import tuning_grid
 from ..reports.tune_report import render_tune
 from .common import add_common, csv_list, pairs_or_all
 
@@ -31,7 +33,8 @@ def add_parser(verbs) -> None:
                    help="held-out validation pairs per language (default 300)")
     p.add_argument("--grid", type=json.loads, default={}, metavar="JSON",
                    help='override grids, e.g. \'{"seed": {"lr": [0.001, 0.003]}}\'; default: '
-                        + "; ".join(f"{m}: {g}" for m, g in GRIDS.items()))
+                        + "; ".join(f"{m}: {tuning_grid(m)}" for m in DEFAULT_TUNE_METHODS
+                                    if tuning_grid(m)))
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", default="runs/tune")
     add_common(p)

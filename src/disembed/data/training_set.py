@@ -22,18 +22,21 @@ import logging
 import random
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Iterable, Sequence
 
 from ..exceptions import ConfigError
-from .bucc import bucc_texts
-from .io import read_lines, read_tsv
+from ..registry import Registry
+from .io import read_tsv
 from .languages import normalize_language, to_iso3
 from .parallel import ParallelPairs
 from .paths import resolve_data_dir
 
 logger = logging.getLogger(__name__)
 
-EVAL_SETS = ("tatoeba", "sts17", "wmt20-qe", "bucc2018")
+#: evaluation set name -> the function listing its sentences under a data folder; each
+#: task registers its own (``TaskMetadata.eval_set`` -> ``Task.texts``, see
+#: :func:`disembed.evaluation.register_task`), so this module never lists the sets
+HELD_OUT_TEXTS: Registry[Callable[[Path], Iterable[str]]] = Registry("evaluation set")
 
 
 def _norm(text: str) -> str:
@@ -90,25 +93,9 @@ SOURCES = {
 
 
 def evaluation_texts(eval_set: str, data_dir: Path) -> set[str]:
-    """Every sentence (normalised) of one evaluation set, for overlap removal."""
-    texts: list[str] = []
-    if eval_set == "tatoeba":
-        for path in sorted((data_dir / "tatoeba").glob("tatoeba.*-eng.*")):
-            texts += read_lines(path)
-    elif eval_set == "sts17":
-        for path in sorted((data_dir / "sts17").glob("*.tsv")):
-            rows, _ = read_tsv(path, ["sentence1", "sentence2"], skip_bad=True)
-            texts += [r[c] for r in rows for c in ("sentence1", "sentence2")]
-    elif eval_set == "wmt20-qe":
-        for split in ("test", "test21", "dev"):  # dev: the validation data of tune
-            for path in sorted((data_dir / "wmt20_mlqe" / split).glob("*.tsv")):
-                rows, _ = read_tsv(path, ["original", "translation"], skip_bad=True)
-                texts += [r[c] for r in rows for c in ("original", "translation")]
-    elif eval_set == "bucc2018":
-        texts += bucc_texts(data_dir)
-    else:
-        raise ConfigError(f"unknown evaluation set {eval_set!r}; expected one of {EVAL_SETS}")
-    return {_norm(t) for t in texts}
+    """Every sentence (normalised) of one evaluation set, for overlap removal (the set's
+    task says which: :data:`HELD_OUT_TEXTS`)."""
+    return {_norm(t) for t in HELD_OUT_TEXTS.get(eval_set)(data_dir)}
 
 
 @dataclass

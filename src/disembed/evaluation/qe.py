@@ -9,14 +9,19 @@ km-en). References: Specia et al. (2020); Fomicheva et al. (2020), MLQE-PE.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 
+from ..data.io import read_tsv
 from ..data.wmt20_qe import QE_SPLITS, WMT20_QE_PAIRS, available_qe_pairs, load_wmt20_qe
 from ..exceptions import ConfigError
 from .base import PairedSubset, Task, TaskMetadata
 from .metrics import correlation, paired_cosine
+
+#: the splits kept out of training: both test sets and ``dev`` (tune's validation data)
+QE_SPLITS_HELD = ("test", "test21", "dev")
 
 
 class WMT20QETask(Task):
@@ -40,6 +45,17 @@ class WMT20QETask(Task):
         main_subset="avg:wmt20-6",
         eval_set="wmt20-qe",
     )
+
+    @classmethod
+    def texts(cls, data_dir: Path) -> list[str]:
+        """Every split's sentences, ``dev`` included (the validation data of ``tune``)."""
+        out: list[str] = []
+        for split in QE_SPLITS_HELD:
+            folder = data_dir / cls.metadata.data_folder / split
+            for path in sorted(folder.glob("*.tsv")):
+                rows, _ = read_tsv(path, ["original", "translation"], skip_bad=True)
+                out += [r[c] for r in rows for c in ("original", "translation")]
+        return out
 
     @classmethod
     def from_options(cls, options, *, data_dir=None, supported=None) -> "WMT20QETask":

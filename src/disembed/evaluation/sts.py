@@ -10,10 +10,12 @@ Gurevych (2020) for the extended en-de/fr-en/it-en/nl-en files; MTEB's STS17.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 
+from ..data.io import read_tsv
 from ..data.sts17 import (
     STS17_CROSSLINGUAL,
     STS17_MONOLINGUAL,
@@ -54,6 +56,14 @@ class STS17Task(Task):
         main_subset="avg:cross-lingual",
         eval_set="sts17",
     )
+
+    @classmethod
+    def texts(cls, data_dir: Path) -> list[str]:
+        out: list[str] = []
+        for path in sorted((data_dir / cls.metadata.data_folder).glob("*.tsv")):
+            rows, _ = read_tsv(path, ["sentence1", "sentence2"], skip_bad=True)
+            out += [r[c] for r in rows for c in ("sentence1", "sentence2")]
+        return out
 
     def __init__(self, tracks: str | Sequence[str] = "default", *,
                  max_items: int | None = None, seed: int = 0,

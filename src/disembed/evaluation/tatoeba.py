@@ -13,10 +13,12 @@ row says how many languages it covers. References: Artetxe & Schwenk (2019); Hu 
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 from typing import Collection, Sequence
 
 import numpy as np
 
+from ..data.io import read_lines
 from ..data.languages import TATOEBA_14, TATOEBA_36, normalize_language
 from ..data.tatoeba import available_tatoeba_languages, load_tatoeba
 from ..exceptions import ConfigError
@@ -61,6 +63,11 @@ class TatoebaTask(Task):
         main_subset="avg:tatoeba-14",
         eval_set="tatoeba",
     )
+
+    @classmethod
+    def texts(cls, data_dir: Path) -> list[str]:
+        return [line for path in sorted((data_dir / cls.metadata.data_folder).glob(
+            "tatoeba.*-eng.*")) for line in read_lines(path)]
 
     @classmethod
     def from_options(cls, options, *, data_dir=None, supported=None) -> "TatoebaTask":

@@ -25,12 +25,10 @@ from .spec import (
     Workspace,
 )
 from .steps import (
-    check_model_encoder,
     embed_pairs,
     evaluate,
     fit_method,
     load_pairs,
-    model_encoder_spec,
     open_encoder,
 )
 from .tasks import build_tasks, check_tasks, kept_out_sets
@@ -39,6 +37,6 @@ __all__ = ["DEFAULT_MAX_EVAL_ITEMS", "DEFAULT_METHODS", "DEFAULT_PAIRS_PER_LANGU
            "DEFAULT_RECIPE", "DEFAULT_RECIPE_PARAMS",
            "DEFAULT_TRAIN_LANGUAGES", "BenchConfig", "RunHooks", "RunOutputs", "RunSpec",
            "TrainingData", "Workspace", "all_methods", "build_method", "build_tasks",
-           "check_model_encoder", "check_tasks", "embed_pairs", "evaluate", "fit_method",
-           "kept_out_sets", "load_pairs", "method_params", "model_encoder_spec", "open_encoder",
+           "check_tasks", "embed_pairs", "evaluate", "fit_method",
+           "kept_out_sets", "load_pairs", "method_params", "open_encoder",
            "run", "run_bench", "shared_overrides"]

@@ -30,10 +30,11 @@ from ..encoders import DEFAULT_ENCODER, Encoder
 from ..encoders.base import supported_languages
 from ..evaluation import EvalOptions, TaskScores
 from ..exceptions import ConfigError
-from ..methods import Disentangler, load_disentangler, method_class
+from ..methods import Disentangler, method_class
 from ..provenance import environment
 from ..reports.analysis_report import write_analysis
 from ..results import ExperimentResult, RunResult
+from ..saved_model import SavedModel
 from .bench import DEFAULT_METHODS, default_params
 from .params import build_method, shared_overrides
 from .run import RunHooks, run
@@ -114,7 +115,7 @@ class AnalysisConfig:
 
 
 def _model_label(directory: str) -> str:
-    return f"{load_disentangler(directory).name} ({Path(directory).name})"
+    return f"{SavedModel.load(directory).disentangler.name} ({Path(directory).name})"
 
 
 @dataclass
@@ -161,7 +162,7 @@ def _encoder_spec(config: AnalysisConfig) -> str:
     """The encoder: named, else the saved models' (all the same one), else the default."""
     if config.encoder:
         return config.encoder
-    specs = {load_disentangler(d).metadata_.get("encoder_spec") for d in config.models}
+    specs = {SavedModel.load(d).metadata.encoder_spec for d in config.models}
     specs.discard(None)
     if len(specs) > 1:
         raise ConfigError(f"the saved models use different encoders {sorted(specs)}; analyse "

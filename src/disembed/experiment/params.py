@@ -12,6 +12,10 @@ from typing import Any, Mapping, Sequence
 from ..exceptions import ConfigError
 from ..methods import Disentangler, make_method, method_class
 
+#: the methods ``disembed tune`` tries unless told otherwise (each with its own grid)
+DEFAULT_TUNE_METHODS = ("baseline", "mean-centering", "seed", "seed-centered", "inter",
+                        "lir", "lsar", "leace")
+
 
 def method_params(method: str, params: Mapping[str, Any], *, seed: int | None = None
                   ) -> dict[str, Any]:

@@ -23,17 +23,16 @@ from ..analysis.items import ITEMS_FILE, attach_items, save_items
 from ..encoders import Encoder
 from ..evaluation import Task, TaskScores
 from ..exceptions import ConfigError
-from ..methods import Disentangler, load_disentangler
+from ..methods import Disentangler
 from ..provenance import environment
 from ..results import RunResult
+from ..saved_model import ModelMetadata, SavedModel
 from .params import build_method
 from .spec import RunSpec, Workspace
 from .steps import (
-    check_model_encoder,
     evaluate,
     fit_method,
     load_pairs,
-    model_encoder_spec,
     open_encoder,
 )
 from .tasks import check_tasks
@@ -89,11 +88,12 @@ def run(spec: RunSpec, workspace: Workspace = Workspace(), *,
     """
     hooks = hooks or RunHooks()
     tasks = check_tasks(spec.tasks)
-    saved = load_disentangler(spec.model_dir) if spec.model_dir else None
+    saved = SavedModel.load(spec.model_dir, spec.encoder) if spec.model_dir else None
     unfitted = None if saved else build_method(spec.method, spec.params, seed=spec.seed)
     spec = _with_saved_model(spec, saved)
     encoder = encoder or open_encoder(spec, workspace)
-    _check_encoder(spec, saved, encoder)
+    if saved is not None:
+        saved.check_encoder(encoder, spec.encoder)
     fingerprint = spec.fingerprint()
     if outputs.run_dir is not None and not workspace.force:
         previous = finished_run(spec, outputs.run_dir, encoder, workspace)
@@ -104,7 +104,7 @@ def run(spec: RunSpec, workspace: Workspace = Workspace(), *,
     if saved is None:
         model, training = _fit(unfitted, spec, tasks, encoder, workspace, outputs, hooks)
     else:
-        model, training = saved, dict(saved.metadata_.get("training") or {})
+        model, training = saved.disentangler, dict(saved.metadata.training or {})
     t_fit = time.perf_counter()
     scores = evaluate(model, encoder, [*tasks, *hooks.extra_tasks], options=spec.evaluation,
                       data_dir=workspace.data_dir, batch_size=workspace.batch_size)
@@ -134,19 +134,14 @@ def finished_run(spec: RunSpec, run_dir: str | Path, encoder: Encoder,
                      lambda: load_pairs(spec.data, tasks, workspace)[1]["digest"])
 
 
-def _with_saved_model(spec: RunSpec, saved: Disentangler | None) -> RunSpec:
+def _with_saved_model(spec: RunSpec, saved: SavedModel | None) -> RunSpec:
     """A run of a saved model takes the model's method, a label naming the folder, and the
-    model's encoder unless the spec names one."""
+    model's encoder unless the spec names one (:attr:`SavedModel.encoder_spec`)."""
     if saved is None:
         return spec
-    spec = spec.with_(method=saved.name,
-                      label=spec.label or f"{saved.name} ({spec.model_dir})")
-    return spec.with_(encoder=model_encoder_spec(saved, spec.model_dir, spec.encoder))
-
-
-def _check_encoder(spec: RunSpec, saved: Disentangler | None, encoder: Encoder) -> None:
-    if saved is not None:
-        check_model_encoder(saved, spec.model_dir, spec.encoder, encoder)
+    name = saved.disentangler.name
+    return spec.with_(method=name, label=spec.label or f"{name} ({spec.model_dir})",
+                      encoder=saved.encoder_spec)
 
 
 def _finished(run_dir: Path, fingerprint: str, encoder: Encoder,
@@ -206,9 +201,9 @@ def _save(result: RunResult, model: Disentangler, spec: RunSpec, encoder: Encode
           outputs: RunOutputs, fitted_here: bool) -> None:
     model_path = outputs.model_path()
     if fitted_here and model_path is not None:
-        model.save(model_path, metadata={"encoder": encoder.identity.to_dict(),
-                                         "encoder_spec": spec.encoder,
-                                         "training": result.training.get("data")})
+        meta = ModelMetadata(model.name, model.get_params(), encoder_spec=spec.encoder,
+                             encoder=encoder.identity, training=result.training.get("data"))
+        model.save(model_path, metadata=meta.to_dict())
     if outputs.run_dir is not None:
         save_items(result.scores, Path(outputs.run_dir) / ITEMS_FILE)
         result.to_json(Path(outputs.run_dir) / RESULT_FILE)

@@ -42,40 +42,6 @@ def open_encoder(spec: RunSpec, workspace: Workspace = Workspace()) -> Encoder:
     return TruncatedEncoder(encoder, spec.truncate) if spec.truncate else encoder
 
 
-def model_encoder_spec(model: Disentangler, model_dir: str | Path, requested: str | None
-                       ) -> str:
-    """The encoder for a saved model: ``requested`` when given, else the one it was
-    trained on (recorded in its config)."""
-    if requested:
-        return requested
-    name = getattr(model, "metadata_", {}).get("encoder_spec")
-    if not name:
-        raise ConfigError(f"the model in {model_dir} does not record which encoder it was "
-                          "trained on; name it (--encoder SPEC)")
-    return name
-
-
-def _describe(identity: Mapping[str, Any]) -> str:
-    return (f"{identity.get('backend')} {identity.get('model')} (revision "
-            f"{identity.get('revision')}, {identity.get('dim')}-d)")
-
-
-def check_model_encoder(model: Disentangler, model_dir: str | Path, spec_name: str | None,
-                        encoder: Encoder) -> None:
-    """A saved model must be used with the encoder it was trained on (same identity)."""
-    metadata = getattr(model, "metadata_", {})
-    trained_on = metadata.get("encoder")
-    if trained_on and trained_on != encoder.identity.to_dict():
-        raise ConfigError(
-            f"the model in {model_dir} was trained on encoder "
-            f"{metadata.get('encoder_spec') or '?'} = {_describe(trained_on)}, but this run "
-            f"uses {spec_name} = {_describe(encoder.identity.to_dict())}; use the encoder it "
-            "was trained on (leave --encoder out to use it)")
-    if encoder.dim != model.dim_:
-        raise ConfigError(f"the model in {model_dir} expects {model.dim_}-d embeddings but "
-                          f"encoder {spec_name} gives {encoder.dim}-d")
-
-
 def load_pairs(data: TrainingData, tasks: Sequence[str], workspace: Workspace = Workspace()
                ) -> tuple[ParallelPairs, dict]:
     """The training pairs of ``data`` and a report of where they came from."""
@@ -162,5 +128,5 @@ def evaluate(model: Disentangler, encoder: Encoder,
     return results
 
 
-__all__ = ["check_model_encoder", "embed_pairs", "evaluate", "fit_method", "load_pairs",
-           "load_training_set", "model_encoder_spec", "open_encoder"]
+__all__ = ["embed_pairs", "evaluate", "fit_method", "load_pairs", "load_training_set",
+           "open_encoder"]

@@ -1,9 +1,9 @@
 """Hyperparameters chosen on held-out training pairs, never on a test set.
 
-Each method's grid (learning rates for trained recipes, the rank of ``lir`` / ``lsar``, ...)
-is fitted on the training pool with ``holdout_per_language`` pairs of every language set
-aside, and each candidate is scored on those held-out pairs (meaning part) by two criteria
-that stand for the two kinds of evaluation task:
+Each method's grid (its recipe's ``hpo_default``: learning rates for trained recipes, ranks
+for subspace erasure, ...) is fitted on the training pool with ``holdout_per_language``
+pairs of every language set aside, and each candidate is scored on those held-out pairs
+(meaning part) by two criteria that stand for the two kinds of evaluation task:
 
 * retrieval (Tatoeba, BUCC mining): xx<->en retrieval of the held-out pairs, per language
   and averaged (``bitext_retrieval``: the Tatoeba protocol on pool sentences, each
@@ -50,13 +50,14 @@ from ..evaluation import DEFAULT_TASKS
 from ..evaluation.metrics import pooled_retrieval_accuracy, retrieval_accuracy
 from ..evaluation.qe import WMT20QETask
 from ..exceptions import ConfigError
-from ..methods import Disentangler, load_disentangler, method_class
+from ..methods import Disentangler, load_disentangler, method_class, tuning_grid
 from ..provenance import environment
 from ..reports.tune_report import render_tune
 from ..results import ExperimentResult, RunResult
 from ..util.files import atomic_write_text
 from ..util.jsonsafe import dumps_json
 from ..util.text import slug
+from .params import DEFAULT_TUNE_METHODS
 from .run import RESULT_FILE, RunHooks, RunOutputs, run
 from .spec import (
     DEFAULT_PAIRS_PER_LANGUAGE,
@@ -69,23 +70,9 @@ from .steps import load_training_set, open_encoder
 
 logger = logging.getLogger(__name__)
 
-LEARNING_RATES = [1e-4, 3e-4, 1e-3, 3e-3]
-#: What ``tune`` tries per method by default; a method not listed has nothing to tune.
-GRIDS: dict[str, dict[str, list]] = {
-    "seed": {"lr": LEARNING_RATES, "init_scale": [None, 0.9]},
-    "seed-centered": {"lr": LEARNING_RATES, "init_scale": [None, 0.9]},
-    "inter": {"lr": LEARNING_RATES},
-    "dream": {"lr": LEARNING_RATES},
-    "meat": {"lr": LEARNING_RATES},
-    "oracle+meat": {"lr": LEARNING_RATES, "oracle_variant": ["official-new"]},
-    "lir": {"rank": [1, 2, 4, 8]},
-    "lsar": {"rank": [1, 2, 4, 8, None]},
-}
 #: Bumped when the criteria change: finished candidates are then re-measured from their saved
 #: models, not refitted.
 VALIDATION_VERSION = 5
-DEFAULT_TUNE_METHODS = ("baseline", "mean-centering", "seed", "seed-centered", "inter",
-                        "lir", "lsar", "leace")
 CRITERION = "validation_score"
 #: The most a language part may retrieve held-out translations (a fraction) for a candidate
 #: to be chosen (the issue's goal for a default: "at most 5% of the time").
@@ -99,7 +86,8 @@ TIE_TOLERANCE = 0.001
 
 @dataclass
 class TuneConfig:
-    """What ``tune`` fits and where it holds pairs out; ``grids`` overrides :data:`GRIDS`."""
+    """What ``tune`` fits and where it holds pairs out; ``grids`` overrides each method's
+    own grid (its recipe's ``hpo_default``, :func:`~disembed.methods.tuning_grid`)."""
 
     encoder: str = DEFAULT_ENCODER
     methods: list[str] = field(default_factory=lambda: list(DEFAULT_TUNE_METHODS))
@@ -125,7 +113,7 @@ class TuneConfig:
         self.training_data()
 
     def grid(self, method: str) -> dict[str, list]:
-        return self.grids.get(method, GRIDS.get(method, {}))
+        return self.grids[method] if method in self.grids else tuning_grid(method)
 
     def training_data(self) -> TrainingData:
         return TrainingData(tuple(self.languages), self.pairs_per_language, seed=self.seed,
@@ -271,6 +259,6 @@ def choose_default(runs: list[RunResult]) -> dict[str, Any] | None:
             CRITERION: _score(best)}
 
 
-__all__ = ["CRITERION", "GRIDS", "LEAKAGE_LIMIT", "TIE_TOLERANCE", "TuneConfig", "choose",
+__all__ = ["CRITERION", "LEAKAGE_LIMIT", "TIE_TOLERANCE", "TuneConfig", "choose",
            "choose_default", "training_steps", "tune", "upgrade_measurement",
            "validation_scores", "within_limit"]

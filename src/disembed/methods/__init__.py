@@ -9,11 +9,19 @@ ORACLE with any trained recipe on demand.
 
 from __future__ import annotations
 
-from ..registry import Registry
-from . import aliases
-from .base import Disentangler, load_disentangler
+from .base import Disentangler
 from .baseline import Baseline
+from .catalog import (
+    METHODS,
+    composable,
+    identity_method,
+    load_disentangler,
+    make_method,
+    method_class,
+    tuning_grid,
+)
 from .dream import Dream
+from .export_map import GLOBAL_ROUTE, Affine, MeaningMap, apply_map
 from .intra_inter import Both, Inter, Intra
 from .leace import Leace
 from .linear_map import LinearMap
@@ -25,34 +33,8 @@ from .neural import NeuralDisentangler
 from .oracle import Oracle
 from .seed import Seed
 
-METHODS: Registry[type[Disentangler]] = Registry("method")
-for _cls in (Baseline, MeanCentering, Seed):
-    METHODS.add(_cls.method, _cls)
-for _cls in (Dream, Meat, Oracle, Intra, Inter, Both, LinearMap):
-    METHODS.add(_cls.method, _cls)
-for _cls in (Lir, Lsar, Leace):  # closed-form language erasure
-    METHODS.add(_cls.method, _cls)
-
-aliases.register_aliases(METHODS)
-
-
-def composable() -> list[str]:
-    """Registered trained recipes that ``oracle+<name>`` accepts."""
-    return aliases.composable(METHODS)
-
-
-def method_class(name: str) -> type[Disentangler]:
-    """The class of method ``name``: a registered name, an alias or ``"oracle+<recipe>"``."""
-    return aliases.resolve(METHODS, name)[0]
-
-
-def make_method(name: str, **params) -> Disentangler:
-    """A new, unfitted method by name (``"seed"``, ``"mean-centering"``, ``"oracle+meat"``...);
-    an alias's switched-on hyperparameters are defaults under ``params``."""
-    cls, switched_on = aliases.resolve(METHODS, name)
-    return cls(**aliases.merge_params(name, switched_on, params))
-
-
-__all__ = ["METHODS", "Baseline", "Both", "Disentangler", "Dream", "Inter", "Intra", "Leace",
-           "LinearMap", "Lir", "Lsar", "MeanCentering", "Meat", "NeuralDisentangler", "Oracle",
-           "Seed", "composable", "load_disentangler", "make_method", "method_class"]
+__all__ = ["GLOBAL_ROUTE", "METHODS", "Affine", "Baseline", "Both", "Disentangler", "Dream",
+           "Inter", "Intra", "Leace", "LinearMap", "Lir", "Lsar", "MeanCentering",
+           "MeaningMap", "Meat", "NeuralDisentangler", "Oracle", "Seed", "apply_map",
+           "composable", "identity_method", "load_disentangler", "make_method", "method_class",
+           "tuning_grid"]

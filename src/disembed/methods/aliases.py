@@ -30,6 +30,11 @@ ALIASES: dict[str, tuple[str, dict[str, Any]]] = {
     "seed-centered": ("seed", {"center": "language"}),
 }
 
+#: what ``disembed tune`` adds to the recipe's own grid (``hpo_default``) for an alias
+ALIAS_GRIDS: dict[str, dict[str, list]] = {
+    "oracle+meat": {"oracle_variant": ["official-new"]},
+}
+
 _ORACLE_ON = {"oracle_variant": "paper"}
 _CENTERED = "-centered"
 
@@ -82,3 +87,10 @@ def merge_params(name: str, switched_on: Mapping[str, Any],
                               f"setting); {key}={value!r} turns it off: use the recipe's own "
                               "name for that")
     return {**switched_on, **params}
+
+
+def tuning_grid(registry: Registry[type[Disentangler]], name: str) -> dict[str, list]:
+    """What ``disembed tune`` tries for method ``name``: its recipe's ``hpo_default`` and the
+    alias's own additions (:data:`ALIAS_GRIDS`)."""
+    cls, _ = resolve(registry, name)
+    return {**cls.hpo_default, **ALIAS_GRIDS.get(name, {})}

@@ -19,8 +19,9 @@ from typing import Any, ClassVar, Sequence
 
 import numpy as np
 
-from ..exceptions import CheckpointError, NonFiniteError, NotFittedError, ShapeError
+from ..exceptions import CheckpointError, ConfigError, NonFiniteError, NotFittedError, ShapeError
 from ..util.files import atomic_write_bytes
+from .export_map import MeaningMap
 
 logger = logging.getLogger(__name__)
 
@@ -51,6 +52,14 @@ class Disentangler(ABC):
     has_language: ClassVar[bool] = True
     #: whether :meth:`fit` needs translation pairs (``baseline`` does not)
     needs_data: ClassVar[bool] = True
+    #: whether :meth:`meaning` / :meth:`language` depend on the language of each row (the
+    #: service then asks for one); every recipe declares it (a recipe whose answer depends
+    #: on its hyperparameters, e.g. ``center``, makes it a property). The base's ``True`` is
+    #: the safe answer for a recipe that forgot; the contract tests reject forgetting.
+    uses_language: ClassVar[bool] = True
+    #: what ``disembed tune`` tries by default: hyperparameter -> values (pykeen's
+    #: ``hpo_default``); empty: nothing to tune
+    hpo_default: ClassVar[dict[str, list]] = {}
 
     @property
     def name(self) -> str:
@@ -104,6 +113,21 @@ class Disentangler(ABC):
     def language(self, X: np.ndarray, languages: Languages) -> np.ndarray | None:
         """Language part ``(n, d_l) float32``, or ``None`` for methods without one."""
         return None
+
+    def meaning_map(self) -> MeaningMap:
+        """The meaning part as affine layers (one route per language where it
+        :attr:`uses_language`), what the sentence-transformers export writes; see
+        :mod:`.export_map`. Recipes without such a form raise ``ConfigError``."""
+        raise ConfigError(f"{self.name} has no exported form (its meaning part is not a "
+                          "stack of affine layers); serve it with 'disembed serve --model DIR' "
+                          "instead")
+
+    def _export_dim(self) -> int:
+        """``dim_`` of a fitted model (what :meth:`meaning_map` starts from)."""
+        if not self.is_fitted:
+            raise ConfigError(f"this {type(self).__name__} is not fitted; export a trained "
+                              "model")
+        return int(self.dim_)
 
     def transform(self, X: np.ndarray, languages: Languages) -> np.ndarray:
         return self.meaning(X, languages)
@@ -224,31 +248,13 @@ def _read_state(weights_path: Path, cfg_path: Path, config: dict[str, Any]
     return state
 
 
-def load_disentangler(directory: str | Path) -> Disentangler:
-    """Load a saved disentangler; the weights' checksum, every key and every shape are
-    checked against its config.
-
-    ``method`` is a registered name, an alias or a composed name (``"oracle+meat"``), its
-    params the hyperparameters; both go to :func:`~disembed.methods.make_method`, so
-    models saved when ``oracle+meat`` was a generated class (params holding
-    ``oracle_variant``/``oracle_weight``) load as MEAT with ORACLE's terms.
-    """
-    from . import make_method
-
-    directory = Path(directory)
+def read_saved(directory: Path) -> tuple[Path, dict[str, Any], dict[str, np.ndarray]]:
+    """``(config path, config, weights)`` of a saved disentangler, every key, shape and the
+    checksum checked; :func:`~disembed.methods.load_disentangler` builds the model."""
     cfg_path, weights_path = directory / "config.json", directory / "model.safetensors"
     for path in (cfg_path, weights_path):
         if not path.is_file():
             raise CheckpointError(f"{directory} is not a saved disentangler: {path.name} is "
                                   "missing (expected config.json + model.safetensors)")
     config = _read_config(cfg_path)
-    state = _read_state(weights_path, cfg_path, config)
-    try:
-        model = make_method(config["method"], **config["params"])
-    except TypeError as exc:
-        raise CheckpointError(f"{cfg_path}: its params do not fit {config['method']} "
-                              f"({exc}); was it saved by another disembed version?") from None
-    model.dim_ = config["dim"]
-    model._set_state(state, config.get("learned", {}))
-    model.metadata_ = config.get("metadata", {})
-    return model
+    return cfg_path, config, _read_state(weights_path, cfg_path, config)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .base import Disentangler, Languages
+from .export_map import MeaningMap, single_route
 
 
 class Baseline(Disentangler):
@@ -13,6 +14,7 @@ class Baseline(Disentangler):
     method = "baseline"
     has_language = False
     needs_data = False
+    uses_language = False
 
     def __init__(self) -> None:
         pass
@@ -24,3 +26,6 @@ class Baseline(Disentangler):
 
     def meaning(self, X: np.ndarray, languages: Languages) -> np.ndarray:
         return self._check(X).copy()
+
+    def meaning_map(self) -> MeaningMap:
+        return single_route(self.name, self._export_dim(), [])

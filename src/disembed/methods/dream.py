@@ -39,7 +39,7 @@ ships the same ``DREAM_MLP``):
 
 from __future__ import annotations
 
-from .neural import TwoHeadRecipe
+from .neural import LEARNING_RATES, TwoHeadRecipe
 
 DREAM_WEIGHTS = {
     "reconstruction_mse": 1.0,
@@ -54,6 +54,7 @@ class Dream(TwoHeadRecipe):
     """DREAM; see the module docstring for the objective and official-code differences."""
 
     method = "dream"
+    hpo_default = {"lr": LEARNING_RATES}
     language_classifier = True
 
     def recipe_weights(self) -> dict[str, float]:

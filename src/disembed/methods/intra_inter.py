@@ -27,7 +27,7 @@ from __future__ import annotations
 import torch
 
 from .heads import LinearResidualHead
-from .neural import NeuralDisentangler
+from .neural import LEARNING_RATES, NeuralDisentangler
 from .seed import SEED_WEIGHTS
 
 INTRA_TERMS = ("translation_meaning_pull", "negative_meaning_push", "language_pull")
@@ -58,6 +58,7 @@ class Inter(_SeedHeadRecipe):
     """Only the between-meaning-and-language constraints (L_cross + L_sep)."""
 
     method = "inter"
+    hpo_default = {"lr": LEARNING_RATES}
     weights = INTER_WEIGHTS
 
 

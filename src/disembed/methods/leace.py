@@ -43,6 +43,7 @@ import numpy as np
 
 from ..exceptions import CheckpointError, DataError
 from .base import Disentangler, Languages
+from .export_map import MeaningMap, affine, single_route
 from .lir import stack_training_rows
 
 EPS = np.finfo(np.float64).eps
@@ -73,6 +74,7 @@ class Leace(Disentangler):
     """LEACE eraser of the language concept; see the module docstring."""
 
     method = "leace"
+    uses_language = False
 
     def __init__(self) -> None:
         pass
@@ -123,3 +125,9 @@ class Leace(Disentangler):
                                   f"q < {len(self.languages_)})")
         self.mean_ = state["mean"]
         self.proj_left_, self.proj_right_ = state["proj_left"], state["proj_right"]
+
+    def meaning_map(self) -> MeaningMap:
+        """``m = e - L R (e - mu) = (I - L R) e + L R mu``: one affine layer."""
+        d = self._export_dim()
+        P = self.proj_left_.astype(np.float64) @ self.proj_right_.astype(np.float64)  # (d, d)
+        return single_route(self.name, d, [affine(np.eye(d) - P, P @ self.mean_)])

@@ -44,6 +44,7 @@ import numpy as np
 
 from ..exceptions import CheckpointError, ConfigError, DataError
 from .base import Disentangler, Languages, as_language_array
+from .export_map import MeaningMap, affine, identity_layer
 
 logger = logging.getLogger(__name__)
 
@@ -137,6 +138,7 @@ class LinearMap(Disentangler):
 
     method = "linear-map"
     has_language = False
+    uses_language = True
 
     def __init__(self, solver: str = "lstsq", pivot: str = "en", heldout_fraction: float = 0.1,
                  unknown_language: str = "identity", steps: int = 500, lr: float = 1e-3,
@@ -237,3 +239,14 @@ class LinearMap(Disentangler):
                                       f"({d}, {d}) and ({d},)")
         self.maps_ = {lang: (state[f"A.{lang}"], state[f"b.{lang}"]) for lang in self.languages_}
         self.diagnostics_ = extra.get("diagnostics", {})
+
+    def meaning_map(self) -> MeaningMap:
+        """``m = A_lang e + b_lang``: one route per mapped language, the identity for the
+        pivot."""
+        d = self._export_dim()
+        routes = {lang: [affine(A, b)] for lang, (A, b) in self.maps_.items()}
+        routes[self.pivot] = [identity_layer(d)]
+        notes = [f"route {self.pivot!r} (the pivot) is the identity; languages without a map "
+                 f"pass through unchanged in disembed (unknown_language='identity'): use the "
+                 f"{self.pivot!r} route for them"]
+        return MeaningMap(self.name, d, routes, True, notes)

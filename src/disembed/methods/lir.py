@@ -45,6 +45,7 @@ import numpy as np
 
 from ..exceptions import CheckpointError, ConfigError, DataError
 from .base import Disentangler, Languages, as_language_array
+from .export_map import GLOBAL_ROUTE, MeaningMap, affine
 
 logger = logging.getLogger(__name__)
 
@@ -104,6 +105,8 @@ class Lir(Disentangler):
     """Per-language top-``rank`` singular directions projected out; see the module docstring."""
 
     method = "lir"
+    uses_language = True
+    hpo_default = {"rank": [1, 2, 4, 8]}
 
     def __init__(self, rank: int = 1,
                  unknown_language: Literal["error", "batch", "global"] = "batch") -> None:
@@ -172,3 +175,20 @@ class Lir(Disentangler):
                                   f"languages {self.languages_} (expected {want})")
         self.components_ = state["components"]
         self.global_components_ = state["global_components"]
+
+    def meaning_map(self) -> MeaningMap:
+        """``m = (I - C_lang C_lang^T) e``: one route per training language, and the
+        global directions' route (``unknown_language='global'``)."""
+        d = self._export_dim()
+
+        def erase(C: np.ndarray) -> list:
+            C = C.astype(np.float64)  # (d, r)
+            return [affine(np.eye(d) - C @ C.T)]
+
+        routes = {lang: erase(C) for lang, C in zip(self.languages_, self.components_,
+                                                     strict=True)}
+        routes[GLOBAL_ROUTE] = erase(self.global_components_)
+        notes = [f"route {GLOBAL_ROUTE!r} erases the directions of all training languages "
+                 "(disembed's unknown_language='global'); the default for unseen languages "
+                 "('batch': directions of the rows being encoded) has no exported form"]
+        return MeaningMap(self.name, d, routes, True, notes)

@@ -48,6 +48,7 @@ import numpy as np
 
 from ..exceptions import CheckpointError, ConfigError, DataError
 from .base import Disentangler, Languages
+from .export_map import MeaningMap, affine, single_route
 from .lir import check_rank, check_rank_below_dim, stack_training_rows
 
 logger = logging.getLogger(__name__)
@@ -69,6 +70,8 @@ class Lsar(Disentangler):
     """The language-mean subspace projected out of every embedding; see the module docstring."""
 
     method = "lsar"
+    uses_language = False
+    hpo_default = {"rank": [1, 2, 4, 8, None]}
 
     def __init__(self, rank: int | None = None) -> None:
         self.rank = check_rank(rank, "lsar", allow_none=True)
@@ -121,3 +124,9 @@ class Lsar(Disentangler):
                 f"{self.rank_} (params: {self.rank}) and dimension {self.dim_}; expected "
                 f"{{'components': {want}}}")
         self.components_ = state["components"]
+
+    def meaning_map(self) -> MeaningMap:
+        """``m = (I - M M^T) e``: one linear layer."""
+        d = self._export_dim()
+        C = self.components_.astype(np.float64)  # (d, r)
+        return single_route(self.name, d, [affine(np.eye(d) - C @ C.T)])

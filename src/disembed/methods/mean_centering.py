@@ -17,8 +17,9 @@ from typing import Literal
 
 import numpy as np
 
-from ..exceptions import ConfigError
+from ..exceptions import CheckpointError, ConfigError
 from .base import Disentangler, Languages, as_language_array
+from .export_map import MeaningMap, centering_routes
 
 logger = logging.getLogger(__name__)
 
@@ -35,6 +36,7 @@ def check_unknown_language(policy: str) -> None:
 
 class MeanCentering(Disentangler):
     method = "mean-centering"
+    uses_language = True
 
     def __init__(self, unknown_language: Literal["error", "batch", "global"] = "batch") -> None:
         check_unknown_language(unknown_language)
@@ -90,7 +92,11 @@ class MeanCentering(Disentangler):
         self.languages_ = list(extra["languages"])
         self.means_ = state["means"]
         if self.means_.shape != (len(self.languages_), self.dim_):
-            from ..exceptions import CheckpointError
-
             raise CheckpointError(f"means have shape {self.means_.shape}, expected "
                                   f"({len(self.languages_)}, {self.dim_})")
+
+    def meaning_map(self) -> MeaningMap:
+        """``m = e - mu_lang``: one route per training language and the global mean's."""
+        d = self._export_dim()
+        routes, notes = centering_routes(self.languages_, self.means_, d)
+        return MeaningMap(self.name, d, routes, True, notes)

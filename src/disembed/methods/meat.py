@@ -38,7 +38,7 @@ import torch
 import torch.nn.functional as F
 
 from ..training import Batch, full_precision
-from .neural import TwoHeadRecipe
+from .neural import LEARNING_RATES, TwoHeadRecipe
 
 MEAT_WEIGHTS = {
     "reconstruction_cos": 1.0,
@@ -52,6 +52,7 @@ class Meat(TwoHeadRecipe):
     """MEAT; see the module docstring for the objective and official-code differences."""
 
     method = "meat"
+    hpo_default = {"lr": LEARNING_RATES}
 
     def recipe_weights(self) -> dict[str, float]:
         return dict(MEAT_WEIGHTS)

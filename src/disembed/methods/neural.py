@@ -44,6 +44,7 @@ from ..exceptions import CheckpointError, ConfigError, ShapeError
 from ..training import Adversary, Batch, TrainConfig, full_precision, train
 from .base import Disentangler, Languages, as_language_array
 from .constraints import BatchViews, add_weights, check_weights, needs_of, pick, weighted_loss
+from .export_map import Affine, MeaningMap, centering_routes, single_route
 from .heads import TwoHeads, start_near_identity
 from .mean_centering import MeanCentering, check_unknown_language
 from .oracle_variants import check_oracle_variant, oracle_weights
@@ -51,6 +52,8 @@ from .oracle_variants import check_oracle_variant, oracle_weights
 logger = logging.getLogger(__name__)
 
 CENTER_MODES = ("none", "language")
+#: the learning rates ``disembed tune`` tries for a trained recipe
+LEARNING_RATES = [1e-4, 3e-4, 1e-3, 3e-3]
 
 
 class NeuralDisentangler(Disentangler):
@@ -95,6 +98,11 @@ class NeuralDisentangler(Disentangler):
         if self.oracle_variant is not None and not self.oracle_only:
             label = f"oracle+{label}"
         return f"{label}-centered" if self.center != "none" else label
+
+    @property
+    def uses_language(self) -> bool:  # type: ignore[override]
+        """A ``*-centered`` recipe subtracts ``mu_lang`` first, so it needs the language."""
+        return self.center != "none"
 
     # --- what a recipe defines ---------------------------------------------
     def build_head(self, dim: int) -> torch.nn.Module:
@@ -243,6 +251,19 @@ class NeuralDisentangler(Disentangler):
         m, lang = self._parts(X, language)
         return {"meaning": m, "language": lang}
 
+    def meaning_map(self) -> MeaningMap:
+        """``m = head(e)``, or ``m = head(e - mu_lang)`` (one route per language) when
+        centred; the head's ``meaning`` module as affine layers."""
+        d = self._export_dim()
+        head = getattr(self.head_, "meaning", None)
+        if head is None:
+            raise ConfigError(f"{self.name}'s head has no 'meaning' layer to export")
+        layers = torch_layers(head)
+        if self.centering_ is None:
+            return single_route(self.name, d, layers)
+        routes, notes = centering_routes(self.centering_.languages_, self.centering_.means_, d)
+        return MeaningMap(self.name, d, {k: v + layers for k, v in routes.items()}, True, notes)
+
     # --- persistence ---------------------------------------------------------
     def _state(self) -> dict[str, np.ndarray]:
         state = {k: v.detach().numpy() for k, v in self.head_.state_dict().items()}
@@ -315,3 +336,21 @@ class TwoHeadRecipe(NeuralDisentangler):
     def build_head(self, dim: int) -> torch.nn.Module:
         classes = len(self.languages_) if self.language_classifier else 0
         return TwoHeads(dim, hidden=self.hidden, n_languages=classes)
+
+
+def torch_layers(module: torch.nn.Module) -> list[Affine]:
+    """``nn.Linear`` / ``nn.Sequential(Linear, ReLU, Linear, ...)`` as :class:`Affine` layers."""
+    parts = list(module) if isinstance(module, torch.nn.Sequential) else [module]
+    out: list[Affine] = []
+    for part in parts:
+        if isinstance(part, torch.nn.Linear):
+            bias = part.bias.detach().numpy() if part.bias is not None else \
+                np.zeros(part.out_features, np.float32)
+            out.append(Affine(part.weight.detach().numpy().astype(np.float32).copy(),
+                              bias.astype(np.float32).copy()))
+        elif isinstance(part, torch.nn.ReLU) and out and out[-1].activation == "identity":
+            out[-1] = Affine(out[-1].weight, out[-1].bias, "relu")
+        else:
+            raise ConfigError(f"the meaning head holds a {type(part).__name__}, which has no "
+                              "exported form (only Linear and ReLU layers do)")
+    return out

@@ -44,7 +44,7 @@ from __future__ import annotations
 import torch
 
 from .heads import LinearResidualHead
-from .neural import NeuralDisentangler
+from .neural import LEARNING_RATES, NeuralDisentangler
 
 SEED_WEIGHTS = {
     "translation_meaning_pull": 2.0,
@@ -60,6 +60,7 @@ class Seed(NeuralDisentangler):
     """SEED; see the module docstring for the objective and official-code differences."""
 
     method = "seed"
+    hpo_default = {"lr": LEARNING_RATES, "init_scale": [None, 0.9]}
 
     def build_head(self, dim: int) -> torch.nn.Module:
         return LinearResidualHead(dim)

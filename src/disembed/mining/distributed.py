@@ -31,9 +31,9 @@ import numpy as np
 from ..encoders import load_encoder
 from ..encoders.cached import cached
 from ..exceptions import require
-from ..methods import load_disentangler
 from ..retrieval.knn import knn_both, normalize_rows
 from ..retrieval.margin import candidates, select
+from ..saved_model import SavedModel
 from ..util.files import atomic_write_bytes
 from .collection import Collection, _parse
 from .mine import MineConfig, Mined
@@ -58,7 +58,7 @@ def encode_shard(path: str, fmt: str, offsets: np.ndarray, encoder_spec: str,
             texts.append(_parse(f.readline().rstrip(b"\n"), fmt, path)[1])
     X = cached(load_encoder(encoder_spec), cache_dir).encode(texts, batch_size=batch_size)
     if model_dir:
-        X = load_disentangler(model_dir).meaning(X, language)
+        X = SavedModel.load(model_dir).disentangler.meaning(X, language)
     buf = io.BytesIO()
     np.save(buf, normalize_rows(X))
     atomic_write_bytes(Path(out), [buf.getvalue()])

@@ -7,7 +7,7 @@
 The folder is ``SentenceTransformer(folder)``-loadable with only sentence-transformers
 installed, returns the meaning part (not re-normalised: compare with cosine), and
 carries a model card (``README.md``) and ``disembed_export.json`` (method, parameters,
-encoder identity, routes). A language-dependent method (mean-centering, linear-map)
+encoder identity, routes). A language-dependent method (its ``uses_language``)
 exports as a ``Router`` over one route per language: pass the language as the task,
 ``model.encode(texts, task="de")``. The folder is built beside ``out_dir`` and renamed
 into place, so an interrupted export leaves no half-written model.
@@ -22,14 +22,13 @@ import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
-from ..encoders import EncoderIdentity
-from ..exceptions import CheckpointError, ConfigError, require
-from ..methods import Disentangler, load_disentangler
+from ..exceptions import ConfigError, require
+from ..methods import MeaningMap
+from ..saved_model import SavedModel
 from ..util.files import atomic_write_text
 from ..util.jsonsafe import dumps_json
-from .meaning_map import MeaningMap, meaning_map
 from .model_card import model_card, read_scores
 from .st_pipeline import base_pipeline, meaning_modules
 
@@ -47,20 +46,6 @@ class ExportResult:
     by_language: bool
     routes: list[str]
     dim: int
-
-
-def saved_identity(model: Disentangler, where: str) -> EncoderIdentity:
-    """The encoder identity saved with ``model`` (its metadata's ``encoder`` entry)."""
-    saved = getattr(model, "metadata_", {}).get("encoder")
-    if not saved:
-        raise CheckpointError(f"{where} does not record its encoder (metadata 'encoder' is "
-                              "missing); models saved by 'disembed train' or 'bench' do")
-    saved = dict(saved)
-    saved["extra"] = tuple(sorted((str(k), str(v)) for k, v in saved.get("extra", {}).items()))
-    try:
-        return EncoderIdentity(**saved)
-    except TypeError as exc:
-        raise CheckpointError(f"{where}: the saved encoder identity is malformed ({exc})") from None
 
 
 def _prompt_name(prefix: str) -> str:
@@ -85,9 +70,9 @@ def export_model(model_dir: str | os.PathLike, out_dir: str | os.PathLike, *,
     model_dir, out_dir = Path(model_dir), Path(out_dir)
     if out_dir.exists() and not overwrite:
         raise ConfigError(f"{out_dir} already exists; choose another --out or pass --overwrite")
-    model = load_disentangler(model_dir)
-    identity = saved_identity(model, str(model_dir))
-    mmap = meaning_map(model)
+    saved = SavedModel.load(model_dir)
+    model, identity = saved.disentangler, saved.require_identity()
+    mmap = model.meaning_map()
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=out_dir.parent))
     try:
@@ -98,7 +83,7 @@ def export_model(model_dir: str | os.PathLike, out_dir: str | os.PathLike, *,
             default_prompt_name=next(iter(prompts), None))
         folder = work / "model"
         st_model.save(str(folder), create_model_card=False)
-        info = _export_info(model, identity, mmap, base.notes + mmap.notes)
+        info = _export_info(saved, mmap, base.notes + mmap.notes)
         atomic_write_text(folder / EXPORT_INFO, dumps_json(info) + "\n")
         card = model_card(info, base.description, read_scores(model_dir, scores))
         atomic_write_text(folder / "README.md", card)
@@ -112,16 +97,15 @@ def export_model(model_dir: str | os.PathLike, out_dir: str | os.PathLike, *,
                         mmap.out_dim)
 
 
-def _export_info(model: Disentangler, identity: EncoderIdentity, mmap: MeaningMap,
-                 notes: list[str]) -> dict[str, Any]:
-    meta: Mapping[str, Any] = getattr(model, "metadata_", {})
+def _export_info(saved: SavedModel, mmap: MeaningMap, notes: list[str]) -> dict[str, Any]:
+    model, meta = saved.disentangler, saved.metadata
     return {"format": "disembed-sentence-transformers-export/1", "method": model.method,
-            "params": model.get_params(), "encoder": identity.to_dict(),
-            "encoder_spec": meta.get("encoder_spec"), "dim": mmap.out_dim,
+            "params": model.get_params(), "encoder": saved.require_identity().to_dict(),
+            "encoder_spec": meta.encoder_spec, "dim": mmap.out_dim,
             "by_language": mmap.by_language,
             "routes": sorted(mmap.routes) if mmap.by_language else [],
             "languages": list(getattr(model, "languages_", [])),
-            "training": meta.get("training"), "notes": notes}
+            "training": meta.training, "notes": notes}
 
 
 def read_export_info(folder: str | os.PathLike) -> dict[str, Any]:

@@ -1,16 +1,15 @@
 """What the HTTP service computes, without HTTP: views of embeddings, similarities, QE scores.
 
 An :class:`EmbeddingService` holds an encoder (usually cached) and a fitted method
-(``baseline`` for a bare encoder). It encodes texts into raw embeddings ``(n, d)`` and
+(the identity recipe for a bare encoder). It encodes texts into raw embeddings ``(n, d)`` and
 derives the views the API names:
 
 * ``"raw"``: the encoder's embedding;
 * ``"meaning"``: ``model.meaning(raw, languages)``;
 * ``"language"``: ``model.language(raw, languages)`` (methods with a language part).
 
-Methods whose meaning part depends on the language (mean-centering, linear-map, any
-``*-centered`` recipe such as the default ``seed-centered``) need a
-language per text; the others ignore it. Similarity and QE scores are cosines between
+Methods whose meaning part depends on the language (the recipe's ``uses_language``)
+need a language per text; the others ignore it. Similarity and QE scores are cosines between
 the meaning parts of two sides, exactly as the WMT20 QE task scores a pair
 (:func:`disembed.evaluation.metrics.paired_cosine`).
 """
@@ -25,7 +24,7 @@ import numpy as np
 
 from ..encoders import Encoder
 from ..evaluation.metrics import paired_cosine
-from ..methods import Baseline, Disentangler, NeuralDisentangler
+from ..methods import Disentangler
 
 #: the placeholder language given to methods that ignore it
 ANY_LANGUAGE = "und"
@@ -37,14 +36,6 @@ class ServiceError(Exception):
     def __init__(self, message: str, status: int = 400, param: str | None = None) -> None:
         super().__init__(message)
         self.message, self.status, self.param = message, status, param
-
-
-def needs_language(model: Disentangler) -> bool:
-    """Whether ``model``'s views depend on the language: everything but the baseline and the
-    head recipes trained on raw inputs (a ``*-centered`` head subtracts ``mu_lang`` first)."""
-    if isinstance(model, NeuralDisentangler):
-        return getattr(model, "centering_", None) is not None
-    return not isinstance(model, Baseline)
 
 
 class CountingEncoder:
@@ -75,7 +66,7 @@ class EmbeddingService:
 
     def __post_init__(self) -> None:
         if not self.model.is_fitted:
-            self.model.dim_ = self.encoder.dim  # baseline on a bare encoder
+            self.model.dim_ = self.encoder.dim  # the identity recipe on a bare encoder
         self.counter = CountingEncoder(self.encoder)
         self._lock = threading.Lock()  # one encode at a time (the cache is not thread-safe)
 
@@ -88,7 +79,8 @@ class EmbeddingService:
 
     @property
     def needs_language(self) -> bool:
-        return needs_language(self.model)
+        """Whether the method's views depend on the language (the recipe says so)."""
+        return bool(self.model.uses_language)
 
     def encode(self, texts: list[str]) -> np.ndarray:
         """Raw embeddings ``(n, d) float32``, one encoder call (thread-safe)."""

@@ -1,0 +1,76 @@
+"""What every encoder backend owns besides ``encode``: rebuilding itself from a saved
+identity (the spec round trip), its sentence-transformers export modules, and which saved
+identities it accepts as the same encoder on this machine.
+
+A backend class subclasses :class:`EncoderPlugin`, sets ``backend`` (the
+``EncoderIdentity.backend`` it writes) and overrides what it supports; the defaults say
+"not supported" with an error that names the backend. :func:`identity_from_dict` reads the
+identity a saved model records.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, Mapping
+
+from ..exceptions import CheckpointError, ConfigError, require
+from .base import EncoderIdentity
+
+
+@dataclass
+class ExportedBase:
+    """An encoder as sentence-transformers modules, and the text put before inputs."""
+
+    modules: list
+    prefix: str
+    description: str
+    notes: list[str] = field(default_factory=list)
+
+
+def st_modules() -> dict:
+    """Transformer, Pooling, Normalize, Dense and Router across sentence-transformers layouts."""
+    require("sentence_transformers", "st", "Exporting to sentence-transformers")
+    try:
+        from sentence_transformers.sentence_transformer import modules as m
+    except ImportError:  # sentence-transformers < 6
+        from sentence_transformers import models as m
+    names = ("Transformer", "Pooling", "Normalize", "Dense", "Router")
+    return {name: getattr(m, name, None) for name in names}
+
+
+def identity_from_dict(saved: Mapping[str, Any], where: str) -> EncoderIdentity:
+    """The :class:`EncoderIdentity` of a saved ``to_dict()`` (``extra`` as a mapping)."""
+    fields = dict(saved)
+    fields["extra"] = tuple(sorted((str(k), str(v)) for k, v in
+                                   dict(fields.get("extra") or {}).items()))
+    try:
+        return EncoderIdentity(**fields)
+    except TypeError as exc:
+        raise CheckpointError(f"{where}: the saved encoder identity is malformed ({exc})") from None
+
+
+class EncoderPlugin:
+    """Class-level knowledge of one backend (see the module docstring)."""
+
+    #: the ``EncoderIdentity.backend`` this class writes
+    backend: ClassVar[str] = ""
+
+    @classmethod
+    def spec_of(cls, identity: EncoderIdentity) -> tuple[str, dict[str, Any]]:
+        """The ``load_encoder`` spec and options that rebuild the encoder ``identity`` names."""
+        raise ConfigError(f"the {cls.backend!r} encoder cannot be rebuilt from a saved "
+                          "identity; pass --encoder explicitly")
+
+    @classmethod
+    def export_modules(cls, identity: EncoderIdentity, workdir: Path) -> ExportedBase:
+        """The encoder ``identity`` names as sentence-transformers modules."""
+        raise ConfigError(
+            f"the model was trained on the {cls.backend!r} encoder ({identity.model}), which "
+            "has no sentence-transformers form; serve it with 'disembed serve --model DIR'")
+
+    @classmethod
+    def interchangeable(cls, saved: EncoderIdentity, here: EncoderIdentity) -> str | None:
+        """Why ``here`` may stand in for ``saved`` though they differ (a note to log), or
+        ``None`` when it may not. By default only an equal identity is the same encoder."""
+        return None

@@ -103,3 +103,17 @@ def test_an_unexportable_recipe_says_how_to_serve_it():
 
     with registered(Undeclared), pytest.raises(ConfigError, match="disembed serve --model"):
         fitted("undeclared").meaning_map()
+
+
+def test_the_worked_encoder_example_round_trips_when_registered():
+    from toy_recipe import ConstantEncoder
+
+    from disembed.encoders import BACKENDS, ENCODERS, load_encoder, rebuild_encoder, register
+
+    register("constant", ConstantEncoder, lambda arg, **options: ConstantEncoder(int(arg or 8)))
+    try:
+        encoder = load_encoder("constant:4")
+        again = rebuild_encoder(encoder.identity)
+        assert again.identity == encoder.identity and again.encode(["a"]).shape == (1, 4)
+    finally:
+        del ENCODERS._items["constant"], BACKENDS._items["constant"]

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from .evaluation.results import TaskScores
+from .evaluation.task_scores import TaskScores
 from .exceptions import CheckpointError
 from .util.files import atomic_write_text
 from .util.jsonsafe import dumps_json

@@ -4,7 +4,7 @@ import math
 import pytest
 
 from disembed.evaluation import STS17Task, TaskScores
-from disembed.evaluation.results import ScoreRow
+from disembed.evaluation.task_scores import ScoreRow
 from disembed.exceptions import ConfigError
 
 

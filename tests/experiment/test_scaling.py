@@ -7,7 +7,7 @@ import pytest
 
 from disembed.cli import main
 from disembed.evaluation.base import ScoreRow
-from disembed.evaluation.results import TaskScores
+from disembed.evaluation.task_scores import TaskScores
 from disembed.experiment.scaling import ScalingConfig, _tatoeba_split
 
 

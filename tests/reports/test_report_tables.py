@@ -1,4 +1,4 @@
-from disembed.evaluation.results import ScoreRow, TaskScores
+from disembed.evaluation.task_scores import ScoreRow, TaskScores
 from disembed.reports.tables import detail_table, format_score, render_tables, summary_table
 
 

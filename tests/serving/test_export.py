@@ -151,7 +151,7 @@ def test_export_folder_works_as_an_st_encoder_and_carries_a_card(trained, tmp_pa
 
 
 def test_card_shows_the_scores_of_a_result_file(trained, tmp_path):
-    from disembed.evaluation.results import ScoreRow, TaskScores
+    from disembed.evaluation.task_scores import ScoreRow, TaskScores
 
     root, _ = trained
     scores = TaskScores("sts17", "spearman", "avg:cross-lingual", averages=[

@@ -63,10 +63,10 @@ def add_parser(verbs) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", type=output_dir, default="runs/analysis")
     add_common(p)
-    p.set_defaults(handler=run)
+    p.set_defaults(handler=handle)
 
 
-def run(args: argparse.Namespace) -> int:
+def handle(args: argparse.Namespace) -> int:
     if args.bench:
         return _bench_significance(args)
     methods = args.methods if args.methods is not None else (

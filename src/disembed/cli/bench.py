@@ -77,7 +77,7 @@ def add_parser(verbs) -> None:
     p.add_argument("--force", action="store_true", help="redo finished runs")
     add_training_path(p)
     add_common(p)
-    p.set_defaults(handler=run)
+    p.set_defaults(handler=handle)
 
 
 def read_params(path: str) -> dict[str, dict]:
@@ -103,7 +103,7 @@ def merge_params(from_file: dict, overrides: dict, methods: list[str]) -> dict[s
     return out
 
 
-def run(args: argparse.Namespace) -> int:
+def handle(args: argparse.Namespace) -> int:
     methods = list(dict.fromkeys(
         m for name in args.methods for m in (all_methods() if name == "all" else [name])))
     config = BenchConfig(

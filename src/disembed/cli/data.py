@@ -28,18 +28,18 @@ def add_parser(verbs) -> None:
                     help="keep the verified upstream files in <data>/.disembed-downloads")
     dl.add_argument("--timeout", type=float, default=60.0, help="network timeout in seconds")
     add_common(dl)
-    dl.set_defaults(handler=run_download)
+    dl.set_defaults(handler=handle_download)
     ls = actions.add_parser("list", help="show which sets are present, where, and if they verify")
     ls.add_argument("--no-verify", action="store_true", help="skip the SHA-256 check (faster)")
     add_common(ls)
-    ls.set_defaults(handler=run_list)
+    ls.set_defaults(handler=handle_list)
 
 
 def _size(n: int) -> str:
     return f"{n / 1e6:.1f} MB" if n >= 1e5 else f"{n / 1e3:.0f} kB"
 
 
-def run_download(args: argparse.Namespace) -> int:
+def handle_download(args: argparse.Namespace) -> int:
     results = download_sets(args.sets or None, args.data_dir, timeout=args.timeout,
                             keep_downloads=args.keep_downloads)
     for r in results:
@@ -48,7 +48,7 @@ def run_download(args: argparse.Namespace) -> int:
     return 0
 
 
-def run_list(args: argparse.Namespace) -> int:
+def handle_list(args: argparse.Namespace) -> int:
     root, rows = data_status(args.data_dir, verify=not args.no_verify)
     print(f"data directory: {root}{'' if root.is_dir() else ' (does not exist)'}")  # noqa: T201
     width = max(len(r.name) for r in rows)

@@ -36,7 +36,7 @@ def add_parser(verbs) -> None:
                    help="skip empty lines (counted) instead of stopping at the first one")
     add_encoder(p)
     add_common(p)
-    p.set_defaults(handler=run)
+    p.set_defaults(handler=handle)
 
 
 def sentences_path(out: str, source: str) -> Path:
@@ -50,7 +50,7 @@ def sentences_path(out: str, source: str) -> Path:
     return path
 
 
-def run(args: argparse.Namespace) -> int:
+def handle(args: argparse.Namespace) -> int:
     check_not_inputs(args.out, {"INPUT": args.input})
     texts_path = sentences_path(args.out, args.input)
     lines = read_lines(args.input)

@@ -41,10 +41,10 @@ def add_parser(verbs) -> None:
     add_eval_options(p, max_items_default=None)
     add_encoder(p, default=None)
     add_common(p)
-    p.set_defaults(handler=run_verb)
+    p.set_defaults(handler=handle)
 
 
-def run_verb(args: argparse.Namespace) -> int:
+def handle(args: argparse.Namespace) -> int:
     method = args.method or "baseline"
     if not args.model and method_class(method).needs_data:
         raise ConfigError(f"{method} must be trained first: run 'disembed train --method "

@@ -26,10 +26,10 @@ def add_parser(verbs) -> None:
                         "(default: MODEL/../result.json when it exists)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing --out folder")
     add_common(p)
-    p.set_defaults(handler=run)
+    p.set_defaults(handler=handle)
 
 
-def run(args: argparse.Namespace) -> int:
+def handle(args: argparse.Namespace) -> int:
     result = export_model(args.model, args.out, scores=args.scores, overwrite=args.overwrite)
     how = (f'SentenceTransformer("{result.path}").encode(texts, task=LANG) with LANG in '
            f"{', '.join(result.routes)}" if result.by_language

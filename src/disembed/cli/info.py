@@ -33,7 +33,7 @@ def add_parser(verbs) -> None:
     p.add_argument("--refresh", action="store_true",
                    help="measure the calibration again instead of reading the cached one")
     add_common(p)
-    p.set_defaults(handler=run)
+    p.set_defaults(handler=handle)
 
 
 def _version(package: str) -> str | None:
@@ -107,7 +107,7 @@ def _load(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.2f}"
 
 
-def run(args: argparse.Namespace) -> int:
+def handle(args: argparse.Namespace) -> int:
     info = collect(args.cache_dir, args.refresh)
     if args.json:
         print(json.dumps(json_safe(info), indent=2, sort_keys=True))  # noqa: T201

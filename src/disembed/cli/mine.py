@@ -76,10 +76,10 @@ def add_parser(verbs) -> None:
     add_input_options(p)
     add_encoder(p, default=None)
     add_common(p)
-    p.set_defaults(handler=run)
+    p.set_defaults(handler=handle)
 
 
-def run(args: argparse.Namespace) -> int:
+def handle(args: argparse.Namespace) -> int:
     config = MineConfig(k=args.k, margin=args.margin, mode=args.mode, threshold=args.threshold,
                         top=args.top, backend=args.backend, chunk=args.chunk)
     check_not_inputs(args.out, {"SRC": args.src, "TGT": args.tgt})

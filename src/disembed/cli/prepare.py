@@ -43,10 +43,10 @@ def add_parser(verbs) -> None:
     p.add_argument("--batch-size", type=positive_int, default=64)
     add_eval_options(p, max_items_default=None)
     add_common(p)
-    p.set_defaults(handler=run)
+    p.set_defaults(handler=handle)
 
 
-def run(args: argparse.Namespace) -> int:
+def handle(args: argparse.Namespace) -> int:
     config = PrepareConfig(
         encoders=args.encoders, languages=args.languages,
         pairs_per_language=args.pairs_per_language, tiers=args.tiers,

@@ -42,10 +42,10 @@ def add_parser(verbs) -> None:
                    help="report the points already finished in --out and fit nothing (a "
                         "study whose slow recipes ran at fewer sizes or seeds)")
     add_common(p)
-    p.set_defaults(handler=run)
+    p.set_defaults(handler=handle)
 
 
-def run(args: argparse.Namespace) -> int:
+def handle(args: argparse.Namespace) -> int:
     config = ScalingConfig(
         encoder=args.encoder, methods=args.methods, sizes=args.sizes, seeds=args.seeds,
         languages=args.languages, holdout_per_language=args.holdout, tasks=args.tasks,

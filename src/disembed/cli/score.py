@@ -39,10 +39,10 @@ def add_parser(verbs) -> None:
                    help="skip ragged rows and empty sentences (counted)")
     add_encoder(p)
     add_common(p)
-    p.set_defaults(handler=run)
+    p.set_defaults(handler=handle)
 
 
-def run(args: argparse.Namespace) -> int:
+def handle(args: argparse.Namespace) -> int:
     check_not_inputs(args.out, {"PAIRS": args.pairs, "--src-pool": args.src_pool,
                                 "--tgt-pool": args.tgt_pool})
     pools = [[t for t in read_lines(f) if t.strip()] if f else None

@@ -28,10 +28,10 @@ def add_parser(verbs) -> None:
     add_input_options(p)
     add_encoder(p, default=None)
     add_common(p)
-    p.set_defaults(handler=run)
+    p.set_defaults(handler=handle)
 
 
-def run(args: argparse.Namespace) -> int:
+def handle(args: argparse.Namespace) -> int:
     check_not_inputs(args.out, {"QUERIES": args.queries, "DATABASE": args.database})
     model, encoder = model_and_encoder(args)
     done = search_files(args.queries, args.database, encoder, args.out,

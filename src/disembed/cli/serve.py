@@ -38,10 +38,10 @@ def add_parser(verbs) -> None:
     p.add_argument("--max-chars", type=int, default=8192, help="characters per text")
     p.add_argument("--no-cache", action="store_true", help="do not use the embedding cache")
     add_common(p)
-    p.set_defaults(handler=run)
+    p.set_defaults(handler=handle)
 
 
-def run(args: argparse.Namespace) -> int:
+def handle(args: argparse.Namespace) -> int:
     service = load_service(args.model, args.encoder, cache_dir=args.cache_dir,
                            use_cache=not args.no_cache)
     limits = Limits(max_inputs=args.max_inputs, max_chars=args.max_chars)

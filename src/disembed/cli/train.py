@@ -64,7 +64,7 @@ def add_parser(verbs) -> None:
     add_training_path(p)
     add_encoder(p)
     add_common(p)
-    p.set_defaults(handler=run_verb)
+    p.set_defaults(handler=handle)
 
 
 def training_data(args: argparse.Namespace) -> TrainingData:
@@ -78,7 +78,7 @@ def training_data(args: argparse.Namespace) -> TrainingData:
     return TrainingData(tuple(args.languages), args.pairs_per_language, seed=args.seed)
 
 
-def run_verb(args: argparse.Namespace) -> int:
+def handle(args: argparse.Namespace) -> int:
     out = Path(args.out)
     params = {k: v for k, v in (("lr", args.lr), ("batch_size", args.train_batch_size),
                                 ("max_epochs", args.max_epochs), ("max_steps", args.max_steps),

@@ -38,10 +38,10 @@ def add_parser(verbs) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", default="runs/tune")
     add_common(p)
-    p.set_defaults(handler=run)
+    p.set_defaults(handler=handle)
 
 
-def run(args: argparse.Namespace) -> int:
+def handle(args: argparse.Namespace) -> int:
     config = TuneConfig(encoder=args.encoder, methods=args.methods, languages=args.languages,
                         pairs_per_language=args.pairs_per_language,
                         holdout_per_language=args.holdout, grids=args.grid, seed=args.seed,

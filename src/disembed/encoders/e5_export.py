@@ -21,6 +21,7 @@ from ..util.files import sha256_file
 from .base import EncoderIdentity
 from .e5_format import E5File, bundled_weights, read_e5_file
 from .plugin import ExportedBase
+from .st_encoder import _st_modules
 
 XLMR_POSITION_OFFSET = 2  # XLM-R positions start at padding_idx + 1
 
@@ -71,8 +72,6 @@ def export_sentence_transformers(f: E5File, folder: str | os.PathLike) -> str:
     transformers = require("transformers", "st", "Exporting e5-small to sentence-transformers")
     require("sentence_transformers", "st", "Exporting e5-small to sentence-transformers")
     from safetensors.numpy import save_file
-
-    from .st_encoder import _st_modules
 
     folder = os.fspath(folder)
     hf_dir = os.path.join(folder, "hf")

@@ -12,8 +12,8 @@ from ..registry import Registry
 from .base import Embed, EvalOptions, PairedSubset, Task, TaskMetadata, Views, raw_views
 from .bucc import BuccTask
 from .qe import WMT20QETask
-from .results import ScoreRow, TaskScores
 from .sts import STS17Task
+from .task_scores import ScoreRow, TaskScores
 from .tatoeba import TatoebaTask
 
 #: task name -> Task class; ``TASKS.get(name)(**options)`` builds one.

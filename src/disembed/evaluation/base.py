@@ -29,7 +29,7 @@ import numpy as np
 
 from ..exceptions import ConfigError, ShapeError
 from ..version import __version__
-from .results import AVERAGE_PREFIX, PerItem, ScoreRow, TaskScores, average_rows
+from .task_scores import AVERAGE_PREFIX, PerItem, ScoreRow, TaskScores, average_rows
 
 logger = logging.getLogger(__name__)
 

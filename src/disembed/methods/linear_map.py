@@ -41,6 +41,7 @@ import logging
 from typing import Any
 
 import numpy as np
+import torch
 
 from ..exceptions import CheckpointError, ConfigError, DataError
 from .base import Disentangler, Languages, as_language_array
@@ -88,8 +89,6 @@ def fit_procrustes(X: np.ndarray, Y: np.ndarray, dilation: bool = False, rounds:
 def fit_gradient(X: np.ndarray, Y: np.ndarray, steps: int = 500, lr: float = 1e-3,
                  seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """``A, b`` minimising ``mean_i |A x_i + b - y_i|`` by full-batch Adam from the identity."""
-    import torch
-
     torch.manual_seed(seed)
     Xt, Yt = torch.as_tensor(X, dtype=torch.float32), torch.as_tensor(Y, dtype=torch.float32)
     A = torch.eye(X.shape[1], requires_grad=True)

@@ -10,7 +10,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..evaluation.results import TaskScores
+from ..evaluation.task_scores import TaskScores
 from ..exceptions import MissingDependencyError, require
 from ..results import RunResult
 from ..util.files import atomic_write_bytes

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from typing import Sequence, Union
 
-from ..evaluation.results import TaskScores
+from ..evaluation.task_scores import TaskScores
 
 Labeled = Union[tuple[str, TaskScores], TaskScores]
 DEFAULT_VIEWS = ("meaning", "language")

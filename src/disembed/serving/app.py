@@ -97,6 +97,14 @@ def create_app(service: EmbeddingService, *, limits: Limits | None = None, max_b
 
     app = fastapi.FastAPI(title="disembed", lifespan=lifespan)
     app.state.service, app.state.batcher, app.state.limits = service, batcher, limits
+    _add_error_handlers(app)
+    _add_vector_routes(app, fastapi.Request, service, batcher, limits)
+    _add_health_route(app, service, batcher, limits)
+    return app
+
+
+def _add_error_handlers(app) -> None:
+    """A :class:`ServiceError` answers with its status; anything else is a logged 500."""
 
     @app.exception_handler(ServiceError)
     async def service_error(request, exc: ServiceError):
@@ -107,8 +115,13 @@ def create_app(service: EmbeddingService, *, limits: Limits | None = None, max_b
         logger.exception("%s %s failed", request.method, request.url.path)
         return _error(500, f"internal error: {type(exc).__name__}: {exc}")
 
+
+def _add_vector_routes(app, Request, service: EmbeddingService, batcher: MicroBatcher,
+                       limits: Limits) -> None:
+    """``/v1/embeddings``, ``/v1/similarity`` and ``/v1/qe``."""
+
     @app.post("/v1/embeddings")
-    async def embeddings(request: fastapi.Request):
+    async def embeddings(request: Request):
         req = parse_embeddings(await read_json(request, limits), service, limits)
         raw = await batcher.encode(req.texts)
         vectors = service.view(raw, req.view, req.languages)
@@ -121,20 +134,23 @@ def create_app(service: EmbeddingService, *, limits: Limits | None = None, max_b
         return await _paired(request, names, service, batcher, limits)
 
     @app.post("/v1/similarity")
-    async def similarity(request: fastapi.Request):
+    async def similarity(request: Request):
         req, cos = await paired(request, ("text1", "text2"))
         return {"object": "list", "model": req.view, "usage": _usage(req.a + req.b),
                 "data": [{"object": "similarity", "index": i, "similarity": float(c)}
                          for i, c in enumerate(cos)]}
 
     @app.post("/v1/qe")
-    async def quality_estimation(request: fastapi.Request):
+    async def quality_estimation(request: Request):
         req, cos = await paired(request, ("source", "translation"))
         return {"object": "list", "model": req.view, "metric": "cosine(source, translation)",
                 "usage": _usage(req.a + req.b),
                 "data": [{"object": "qe_score", "index": i, "score": float(c)}
                          for i, c in enumerate(cos)]}
 
+
+def _add_health_route(app, service: EmbeddingService, batcher: MicroBatcher,
+                      limits: Limits) -> None:
     @app.get("/health")
     async def health():
         s = batcher.stats
@@ -145,8 +161,6 @@ def create_app(service: EmbeddingService, *, limits: Limits | None = None, max_b
                 "batching": {"requests": s.requests, "batches": s.batches, "texts": s.texts,
                              "encoded": s.encoded, "largest_batch": s.largest,
                              "encoder_calls": service.counter.calls}}
-
-    return app
 
 
 def run_server(app, host: str = "127.0.0.1", port: int = 8000, log_level: str = "info") -> None:

@@ -8,7 +8,8 @@ import os
 from pathlib import Path
 from typing import Any, Mapping
 
-from ..evaluation.results import TaskScores
+from ..evaluation.task_scores import TaskScores
+from ..exceptions import ConfigError
 
 logger = logging.getLogger(__name__)
 
@@ -18,8 +19,6 @@ def read_scores(model_dir: Path, scores: str | os.PathLike | None) -> list[TaskS
     path = Path(scores) if scores else model_dir.parent / "result.json"
     if not path.is_file():
         if scores:
-            from ..exceptions import ConfigError
-
             raise ConfigError(f"--scores {path} does not exist")
         return []
     try:

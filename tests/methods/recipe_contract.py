@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from disembed.encoders import HashEncoder
+from disembed.experiment import Workspace
 from disembed.experiment.tune import TuneConfig, tune
 from disembed.methods import (
     Disentangler,
@@ -113,7 +114,8 @@ def check_tune(name: str, data_dir, tmp_path) -> None:
     result = tune(TuneConfig(encoder=f"hash:{DIM}", methods=[name], languages=["de", "zh"],
                              pairs_per_language=20, holdout_per_language=20,
                              grids={name: grid}, out_dir=str(tmp_path / "tune"),
-                             data_dir=str(data_dir), cache_dir=str(tmp_path / "cache")))
+                             workspace=Workspace(data_dir=str(data_dir),
+                                                 cache_dir=str(tmp_path / "cache"))))
     (run,) = result.runs
     assert run.spec["method"] == name and run.spec["params"] == {
         k: v[0] for k, v in grid.items()}

@@ -179,7 +179,7 @@ def test_a_bug_is_one_line_without_v_and_a_traceback_with_it(env, tmp_path, caps
     def broken(args):
         raise ZeroDivisionError("division by zero\nsecond line")
 
-    monkeypatch.setattr(encode_verb, "run", broken)  # the parser is built on every main()
+    monkeypatch.setattr(encode_verb, "handle", broken)  # the parser is built on every main()
     argv = env.argv("encode {a} --out {out}/e.npy --encoder hash:8", tmp_path)
     assert main(argv) == errors.INTERNAL_ERROR == 1
     err = capsys.readouterr().err

@@ -21,6 +21,7 @@ from ..util.files import atomic_write_text
 from ..util.jsonsafe import dumps_json
 from .common import (
     add_common,
+    add_workspace_options,
     csv_list,
     finite_float,
     input_dir,
@@ -28,6 +29,7 @@ from .common import (
     output_dir,
     pairs_or_all,
     positive_int,
+    workspace_from_args,
 )
 
 
@@ -63,6 +65,7 @@ def add_parser(verbs) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", type=output_dir, default="runs/analysis")
     add_common(p)
+    add_workspace_options(p)
     p.set_defaults(handler=handle)
 
 
@@ -78,7 +81,7 @@ def handle(args: argparse.Namespace) -> int:
         sample_pairs=args.sample_pairs, probe_per_language=args.probe_per_language,
         codeswitch_rate=args.codeswitch_rate, truncation_ks=args.truncation_ks,
         n_resamples=args.n_resamples, max_epochs=args.max_epochs, seed=args.seed,
-        out_dir=args.out, data_dir=args.data_dir, cache_dir=args.cache_dir)
+        out_dir=args.out, workspace=workspace_from_args(args))
     run_analyses(config)
     print(f"{args.out}/report.html")  # noqa: T201
     return 0

@@ -27,6 +27,7 @@ from ..reports.bench_report import render_bench
 from .common import (
     add_common,
     add_training_path,
+    add_workspace_options,
     csv_list,
     items_or_all,
     output_dir,
@@ -34,6 +35,7 @@ from .common import (
     positive_float,
     positive_int,
     training_path,
+    workspace_from_args,
 )
 
 
@@ -77,6 +79,7 @@ def add_parser(verbs) -> None:
     p.add_argument("--force", action="store_true", help="redo finished runs")
     add_training_path(p)
     add_common(p)
+    add_workspace_options(p)
     p.set_defaults(handler=handle)
 
 
@@ -118,7 +121,7 @@ def handle(args: argparse.Namespace) -> int:
                                                     "time_budget_seconds": args.time_budget,
                                                     "lr": args.lr, **training_path(args)}),
             methods),
-        floor=not args.no_floor, out_dir=args.out, data_dir=args.data_dir,
-        cache_dir=args.cache_dir, force=args.force)
+        floor=not args.no_floor, out_dir=args.out,
+        workspace=workspace_from_args(args, force=args.force))
     print(render_bench(run_bench(config)))  # noqa: T201
     return 0

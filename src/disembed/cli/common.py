@@ -27,6 +27,16 @@ def add_common(parser: argparse.ArgumentParser) -> None:
                        help="embedding cache (default: $DISEMBED_CACHE_DIR or ~/.cache/disembed)")
 
 
+def add_workspace_options(parser: argparse.ArgumentParser) -> None:
+    """``--batch-size`` and ``--cache-dtype`` for verbs without encoder options (their
+    :class:`~disembed.experiment.Workspace` is then fully settable)."""
+    group = parser.add_argument_group("workspace")
+    group.add_argument("--batch-size", type=positive_int, default=64,
+                       help="encoding batch size")
+    group.add_argument("--cache-dtype", choices=("float32", "float16"), default="float32",
+                       help="how the embedding cache stores new vectors")
+
+
 def add_encoder(parser: argparse.ArgumentParser, default: str | None = DEFAULT_ENCODER) -> None:
     group = parser.add_argument_group("encoder")
     group.add_argument("--encoder", default=default,

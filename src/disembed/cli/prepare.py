@@ -16,10 +16,12 @@ from ..experiment.prepare import PrepareConfig, prepare, render_prepared
 from .common import (
     add_common,
     add_eval_options,
+    add_workspace_options,
     csv_list,
     eval_options_from_args,
     pairs_or_all,
     positive_int,
+    workspace_from_args,
 )
 
 
@@ -40,9 +42,9 @@ def add_parser(verbs) -> None:
     p.add_argument("--tasks", type=csv_list, default=list(DEFAULT_TASKS),
                    help="evaluation sets to encode (and keep out of the pool)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--batch-size", type=positive_int, default=64)
     add_eval_options(p, max_items_default=None)
     add_common(p)
+    add_workspace_options(p)
     p.set_defaults(handler=handle)
 
 
@@ -51,7 +53,7 @@ def handle(args: argparse.Namespace) -> int:
         encoders=args.encoders, languages=args.languages,
         pairs_per_language=args.pairs_per_language, tiers=args.tiers,
         holdout_per_language=args.holdout, tasks=args.tasks,
-        evaluation=eval_options_from_args(args), seed=args.seed, batch_size=args.batch_size,
-        data_dir=args.data_dir, cache_dir=args.cache_dir)
+        evaluation=eval_options_from_args(args), seed=args.seed,
+        workspace=workspace_from_args(args))
     print(render_prepared(prepare(config)))  # noqa: T201
     return 0

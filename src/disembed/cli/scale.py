@@ -14,7 +14,15 @@ import argparse
 from ..experiment import DEFAULT_TRAIN_LANGUAGES
 from ..experiment.scaling import DEFAULT_SCALING_METHODS, ScalingConfig, run_scaling
 from .bench import read_params
-from .common import add_common, csv_list, items_or_all, pairs_or_all, positive_int
+from .common import (
+    add_common,
+    add_workspace_options,
+    csv_list,
+    items_or_all,
+    pairs_or_all,
+    positive_int,
+    workspace_from_args,
+)
 
 
 def add_parser(verbs) -> None:
@@ -42,6 +50,7 @@ def add_parser(verbs) -> None:
                    help="report the points already finished in --out and fit nothing (a "
                         "study whose slow recipes ran at fewer sizes or seeds)")
     add_common(p)
+    add_workspace_options(p)
     p.set_defaults(handler=handle)
 
 
@@ -51,7 +60,7 @@ def handle(args: argparse.Namespace) -> int:
         languages=args.languages, holdout_per_language=args.holdout, tasks=args.tasks,
         max_eval_items=args.max_eval_items, tatoeba_languages=args.tatoeba_languages,
         params=args.params, reference=args.reference, n_resamples=args.n_resamples,
-        out_dir=args.out, data_dir=args.data_dir, cache_dir=args.cache_dir,
+        out_dir=args.out, workspace=workspace_from_args(args),
         finished_only=args.finished_only)
     run_scaling(config)
     print(f"{args.out}/report.html")  # noqa: T201

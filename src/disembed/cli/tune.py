@@ -17,7 +17,7 @@ from ..experiment.params import DEFAULT_TUNE_METHODS
 from ..experiment.tune import TuneConfig, tune
 from ..methods import tuning_grid
 from ..reports.tune_report import render_tune
-from .common import add_common, csv_list, pairs_or_all
+from .common import add_common, add_workspace_options, csv_list, pairs_or_all, workspace_from_args
 
 
 def add_parser(verbs) -> None:
@@ -38,6 +38,7 @@ def add_parser(verbs) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", default="runs/tune")
     add_common(p)
+    add_workspace_options(p)
     p.set_defaults(handler=handle)
 
 
@@ -45,6 +46,6 @@ def handle(args: argparse.Namespace) -> int:
     config = TuneConfig(encoder=args.encoder, methods=args.methods, languages=args.languages,
                         pairs_per_language=args.pairs_per_language,
                         holdout_per_language=args.holdout, grids=args.grid, seed=args.seed,
-                        out_dir=args.out, data_dir=args.data_dir, cache_dir=args.cache_dir)
+                        out_dir=args.out, workspace=workspace_from_args(args))
     print(render_tune(tune(config)))  # noqa: T201
     return 0

@@ -68,8 +68,8 @@ class AnalysisConfig:
     max_epochs: int | None = None
     seed: int = 0
     out_dir: str = "runs/analysis"
-    data_dir: str | None = None
-    cache_dir: str | None = None
+    #: where it reads and writes (data, cache and its dtype, encoding batch size, force)
+    workspace: Workspace = field(default_factory=Workspace)
 
     def __post_init__(self) -> None:
         unknown = [a for a in self.analyses if a not in ANALYSES]
@@ -129,7 +129,7 @@ class _Probes:
 def run_analyses(config: AnalysisConfig) -> ExperimentResult:
     """Train / load, evaluate, analyse; writes the report (see the module docstring)."""
     t_start = time.perf_counter()
-    workspace = Workspace(data_dir=config.data_dir, cache_dir=config.cache_dir)
+    workspace = config.workspace
     spec_name = _encoder_spec(config)
     encoder = open_encoder(RunSpec(encoder=spec_name), workspace)
     probes = _probes(config, encoder)
@@ -173,10 +173,10 @@ def _encoder_spec(config: AnalysisConfig) -> str:
 def _probes(config: AnalysisConfig, encoder: Encoder) -> _Probes:
     supported = supported_languages(encoder)
     langs = [x for x in TATOEBA_14 if supported is None or x in supported]
+    data_dir = config.workspace.data_dir
     return _Probes(
-        tatoeba_pairs(langs, config.sample_pairs, data_dir=config.data_dir, seed=config.seed),
-        lid_sample(langs, config.probe_per_language, data_dir=config.data_dir,
-                   seed=config.seed))
+        tatoeba_pairs(langs, config.sample_pairs, data_dir=data_dir, seed=config.seed),
+        lid_sample(langs, config.probe_per_language, data_dir=data_dir, seed=config.seed))
 
 
 def _codeswitch_task(config: AnalysisConfig, encoder: Encoder) -> CodeSwitchTask | None:
@@ -184,7 +184,7 @@ def _codeswitch_task(config: AnalysisConfig, encoder: Encoder) -> CodeSwitchTask
         return None
     return CodeSwitchTask(rate=config.codeswitch_rate, seed=config.seed,
                           supported=supported_languages(encoder),
-                          max_items=config.max_eval_items, data_dir=config.data_dir)
+                          max_items=config.max_eval_items, data_dir=config.workspace.data_dir)
 
 
 def _hooks(config: AnalysisConfig, encoder: Encoder, probes: _Probes,

@@ -2,7 +2,7 @@
 report.
 
 Every finished run is saved as ``<out>/<encoder>/<method>/result.json`` with its model;
-a rerun with the same settings reuses finished runs (``force=True`` redoes them) and
+a rerun with the same settings reuses finished runs (``Workspace(force=True)`` redoes them) and
 resumes an interrupted training from its checkpoint. Embeddings come from the on-disk
 cache, so a repeated run encodes nothing.
 """
@@ -84,9 +84,8 @@ class BenchConfig:
     skip_missing_languages: bool = False
     floor: bool = True
     out_dir: str = "runs/bench"
-    data_dir: str | None = None
-    cache_dir: str | None = None
-    force: bool = False
+    #: where it reads and writes (data, cache and its dtype, encoding batch size, force)
+    workspace: Workspace = field(default_factory=Workspace)
 
     def __post_init__(self) -> None:
         if not self.encoders:
@@ -143,8 +142,7 @@ class BenchConfig:
 
 def run_bench(config: BenchConfig) -> ExperimentResult:
     """Run every spec of ``config``; writes ``bench.json``, ``results.md``, ``summary.png``."""
-    workspace = Workspace(data_dir=config.data_dir, cache_dir=config.cache_dir,
-                          force=config.force)
+    workspace = config.workspace
     specs = config.specs()
     encoders = {spec.encoder: open_encoder(spec, workspace) for spec, _ in specs}  # fail early
     t_start = time.perf_counter()

@@ -41,9 +41,8 @@ class PrepareConfig:
     tasks: list[str] = field(default_factory=lambda: list(DEFAULT_TASKS))
     evaluation: EvalOptions = field(default_factory=EvalOptions)
     seed: int = 0
-    batch_size: int = 64
-    data_dir: str | None = None
-    cache_dir: str | None = None
+    #: where it reads and writes (data, cache and its dtype, encoding batch size, force)
+    workspace: Workspace = field(default_factory=Workspace)
 
     def __post_init__(self) -> None:
         if not self.encoders:
@@ -77,14 +76,13 @@ class PreparedStep:
 
 def prepare(config: PrepareConfig) -> list[PreparedStep]:
     """Encode every step of ``config`` for every encoder; see the module docstring."""
-    workspace = Workspace(data_dir=config.data_dir, cache_dir=config.cache_dir,
-                          batch_size=config.batch_size)
+    workspace = config.workspace
     steps: list[PreparedStep] = []
     for spec in config.encoders:
         encoder = open_encoder(RunSpec(encoder=spec), workspace)
         for name, texts in plan(config, encoder, workspace):
             t0 = time.perf_counter()
-            encoded = encoder.fill(texts, batch_size=config.batch_size,
+            encoded = encoder.fill(texts, batch_size=workspace.batch_size,
                                    desc=f"{spec}: {name}")
             steps.append(PreparedStep(spec, name, len(set(texts)), encoded,
                                       time.perf_counter() - t0))

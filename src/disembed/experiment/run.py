@@ -35,7 +35,6 @@ from .steps import (
     load_pairs,
     open_encoder,
 )
-from .tasks import check_tasks
 
 logger = logging.getLogger(__name__)
 
@@ -87,7 +86,7 @@ def run(spec: RunSpec, workspace: Workspace = Workspace(), *,
     The fitted or loaded model is on the returned result as ``result.model``.
     """
     hooks = hooks or RunHooks()
-    tasks = check_tasks(spec.tasks)
+    tasks = spec.tasks
     saved = SavedModel.load(spec.model_dir, spec.encoder) if spec.model_dir else None
     unfitted = None if saved else build_method(spec.method, spec.params, seed=spec.seed)
     spec = _with_saved_model(spec, saved)
@@ -129,7 +128,7 @@ def finished_run(spec: RunSpec, run_dir: str | Path, encoder: Encoder,
                  workspace: Workspace = Workspace()) -> RunResult | None:
     """The finished run of ``spec`` in ``run_dir`` (same fingerprint, encoder and training
     pairs, as :func:`run` would reuse it), or ``None``: nothing is fitted or evaluated."""
-    tasks = check_tasks(spec.tasks)
+    tasks = spec.tasks
     return _finished(Path(run_dir), spec.fingerprint(), encoder,
                      lambda: load_pairs(spec.data, tasks, workspace)[1]["digest"])
 

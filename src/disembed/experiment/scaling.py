@@ -68,8 +68,8 @@ class ScalingConfig:
     reference: str = "mean-centering"
     n_resamples: int = 2000
     out_dir: str = "runs/scaling"
-    data_dir: str | None = None
-    cache_dir: str | None = None
+    #: where it reads and writes (data, cache and its dtype, encoding batch size, force)
+    workspace: Workspace = field(default_factory=Workspace)
     #: report only the points already finished in ``out_dir`` (fit nothing): a study whose
     #: methods ran at different sizes or seeds, e.g. a slow recipe at the small sizes only
     finished_only: bool = False
@@ -126,7 +126,7 @@ def _size_name(size: int | None) -> str:
 def run_scaling(config: ScalingConfig) -> ExperimentResult:
     """Run (or reuse) every point and write ``scaling.json``, ``scaling.md``, the plots."""
     t0 = time.perf_counter()
-    workspace = Workspace(data_dir=config.data_dir, cache_dir=config.cache_dir)
+    workspace = config.workspace
     encoder = open_encoder(RunSpec(encoder=config.encoder), workspace)
     done: dict[str, RunResult] = {}
     entries, missing = [], []

@@ -17,6 +17,7 @@ from ..data.languages import normalize_language
 from ..encoders import DEFAULT_ENCODER
 from ..evaluation import DEFAULT_TASKS, EvalOptions
 from ..exceptions import ConfigError
+from .tasks import check_tasks
 
 #: Languages of the STS17 and WMT20 QE test sets, each trained paired with English.
 DEFAULT_TRAIN_LANGUAGES = ("ar", "de", "es", "et", "fr", "it", "ne", "nl", "ro", "si", "tr", "zh")
@@ -112,7 +113,9 @@ class RunSpec:
             ``model_dir``: the saved model's encoder. encoder_options: e.g. pooling for st:.
         data: the training data; ``None`` for methods that need none (``baseline``) and
             for ``model_dir``.
-        tasks / evaluation: task names (``[]``: train only) and their shared options.
+        tasks / evaluation: task names (``[]``: train only; ``"all"``: every registered
+            task), checked against the registry when the spec is made, and their shared
+            options.
         model_dir: evaluate this saved model instead of fitting one.
         truncate: keep only the first ``truncate`` embedding dimensions (dimension sweeps).
         seed: the method's seed (initialisation, sampling).
@@ -133,7 +136,7 @@ class RunSpec:
     label: str | None = None
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "tasks", tuple(self.tasks))
+        object.__setattr__(self, "tasks", check_tasks(self.tasks))  # checked once, here
         if self.model_dir is None and self.encoder is None:
             raise ConfigError("a run needs an encoder spec (e.g. 'e5-small') unless it "
                               "evaluates a saved model (model_dir)")

@@ -97,8 +97,8 @@ class TuneConfig:
     grids: dict[str, dict[str, list]] = field(default_factory=dict)
     seed: int = 0
     out_dir: str = "runs/tune"
-    data_dir: str | None = None
-    cache_dir: str | None = None
+    #: where it reads and writes (data, cache and its dtype, encoding batch size, force)
+    workspace: Workspace = field(default_factory=Workspace)
 
     def __post_init__(self) -> None:
         for name in self.methods:
@@ -161,12 +161,12 @@ def tune(config: TuneConfig) -> ExperimentResult:
     """Fit every candidate and keep the best per method; writes ``tune.json``, ``tune.md``
     and ``tuned.json`` into ``out_dir``."""
     t0 = time.perf_counter()
-    workspace = Workspace(data_dir=config.data_dir, cache_dir=config.cache_dir)
+    workspace = config.workspace
     encoder = open_encoder(RunSpec(encoder=config.encoder), workspace)
     heldout = load_training_set(config.training_data(), DEFAULT_TASKS, workspace).heldout
     src, tgt = encoder.encode(heldout.src), encoder.encode(heldout.tgt)
     hooks = RunHooks(measure=lambda model, enc, scores: {"validation": validation_scores(
-        model, src, tgt, heldout, qe_dev_score(model, enc, config.data_dir))})
+        model, src, tgt, heldout, qe_dev_score(model, enc, workspace.data_dir))})
     out = Path(config.out_dir)
     runs = [_candidate(config, method, params, encoder, workspace, hooks, out)
             for method in config.methods for params in config.candidates(method)]

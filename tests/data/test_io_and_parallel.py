@@ -52,10 +52,30 @@ def test_aligned_files_must_have_equal_lengths(tmp_path):
     assert len(pairs) == 1 and pairs.reports[0].skipped == 1 and pairs.src_lang == ["de"]
 
 
-@pytest.mark.parametrize("code,canonical", [("de", "de"), ("deu", "de"), ("zho_Hans", "zh"),
-                                            ("cmn", "zh"), ("swh", "sw"), ("yue", "yue")])
+@pytest.mark.parametrize("code,canonical", [
+    ("de", "de"), ("deu", "de"), ("zho_Hans", "zh"), ("cmn", "zh"), ("swh", "sw"),
+    ("yue", "yue"), ("de-DE", "de"), ("DE", "de"), ("deu_Latn", "de"), (" De-at ", "de"),
+    ("zh-Hant-TW", "zh"), ("ZH-cn", "zh"), ("pt-BR", "pt"), ("fil", "tl"), ("tgl", "tl"),
+    ("iw", "he"), ("sr-Cyrl", "sr"), ("hbs", "sh"), ("nob", "nb"), ("arb", "ar"),
+    ("npi", "ne"), ("english", "en")])
 def test_language_codes_normalise(code, canonical):
     assert normalize_language(code) == canonical
+
+
+@pytest.mark.parametrize("code,nearest", [("xx-nonsense", "xh"), ("deuu", "de"),
+                                          ("zz", None), ("", None)])
+def test_unknown_codes_name_the_nearest_known_ones(code, nearest):
+    with pytest.raises(ConfigError) as info:
+        normalize_language(code)
+    if nearest:
+        assert f"nearest known: {nearest}" in str(info.value)
+
+
+def test_every_known_code_is_its_own_canonical_form():
+    from disembed.data.languages import known_languages
+
+    assert all(normalize_language(code) == code for code in known_languages())
+    assert all(normalize_language(code.upper()) == code for code in known_languages())
 
 
 def test_unknown_language_lists_known_codes():

@@ -73,9 +73,15 @@ def test_unseen_language_follows_unknown_language(toy_pairs):
         src, tgt, src_lang, "en")
     with pytest.raises(ConfigError, match="no mean for language 'fr'"):
         strict.meaning(X, "fr")
-    batch = make_method("seed-centered", **QUICK).fit(src, tgt, src_lang, "en")
-    np.testing.assert_allclose(batch.meaning(X, "fr"), head_parts(batch, X - X.mean(0))[0],
+    near = make_method("seed-centered", **QUICK).fit(src, tgt, src_lang, "en")
+    assert near.unknown_language == "nearest"
+    chosen = near.predict_language(X).nearest  # the identifier's closest training language
+    mu_rows = np.stack([near.centering_.means_[near.centering_.languages_.index(c)]
+                        for c in chosen])
+    np.testing.assert_allclose(near.meaning(X, "fr"), head_parts(near, X - mu_rows)[0],
                                atol=1e-5)
+    with pytest.raises(ConfigError, match="'batch'.*removed"):
+        make_method("seed-centered", unknown_language="batch")
     glob = make_method("seed-centered", unknown_language="global", **QUICK).fit(
         src, tgt, src_lang, "en")
     mu = glob.centering_.means_.mean(axis=0)

@@ -2,9 +2,12 @@
 
 ISO 639-1 (``de``), ISO 639-3 (``deu``), macro/individual variants used by
 Tatoeba (``cmn``, ``swh``, ``pes``, ``zsm``) and FLORES-style script tags
-(``zho_Hans``, ``deu_Latn``) all map to one canonical code: the ISO 639-1 code
-where the language has one, else the ISO 639-3 code. Unknown codes are an error
-that lists the known ones.
+(``zho_Hans``, ``deu_Latn``) and BCP-47 tags with region or script (``de-DE``,
+``zh-Hant-TW``) all map to one canonical code: the ISO 639-1 code where the
+language has one, else the ISO 639-3 code. The code tables are the CLDR's, read
+through ``langcodes``. Unknown codes are an error naming the nearest known ones.
+Every entry point (API, CLI, data loaders, models) goes through
+:func:`normalize_language`.
 """
 
 from __future__ import annotations
@@ -65,34 +68,68 @@ XLMR_LANGUAGES = frozenset(
 
 
 def known_languages() -> list[str]:
+    """Every canonical code :func:`normalize_language` returns, sorted."""
     return sorted(_ISO1 | _ISO3_ONLY)
 
 
+#: where the CLDR's preferred subtag (what ``langcodes`` returns) differs from the code this
+#: project, XTREME and Tatoeba's file names use
+_CLDR_TO_CANONICAL = {"fil": "tl", "sr": "sr", "iw": "he", "in": "id", "mo": "ro"}
+
+
+def _parse(raw: str) -> str | None:
+    """The language subtag of ``raw`` by the CLDR's tables (``deu`` -> ``de``, ``zh-Hant-TW``
+    -> ``zh``, ``cmn`` -> ``zh``), or ``None`` where it is no well-formed tag."""
+    import langcodes
+
+    try:
+        tag = langcodes.standardize_tag(raw.replace("_", "-"), macro=True)
+    except ValueError:  # langcodes.tag_parser.LanguageTagError is a ValueError
+        return None
+    lang = langcodes.Language.get(tag).language
+    return _CLDR_TO_CANONICAL.get(lang, lang) if lang else None
+
+
 def normalize_language(code: str) -> str:
-    """Return the canonical code of ``code`` (``deu`` -> ``de``, ``zho_Hans`` -> ``zh``).
+    """Return the canonical code of ``code``: ISO 639-1 where the language has one, else ISO
+    639-3; any case, ISO 639-1/639-3 (``de``, ``deu``), BCP-47 with region or script
+    (``de-DE``, ``zh-Hant-TW``), FLORES-style (``zho_Hans``, ``deu_Latn``), Tatoeba's
+    individual-language codes (``cmn``, ``swh``, ``pes``) and a few English names.
+
+    The code tables are the CLDR's, through the maintained ``langcodes`` library; the only
+    hand-written tables say which languages this project knows (the encoders' pre-training
+    languages and those in the bundled data) and a handful of CLDR preferences it spells
+    differently (``fil`` -> ``tl``).
 
     Raises:
-        ConfigError: the code is not known; the message suggests close matches.
+        ConfigError: the code is not a language this project knows; the message names the
+            nearest known codes.
     """
     if not isinstance(code, str) or not code.strip():
-        raise ConfigError(f"a language code must be a non-empty string, got {code!r}")
+        raise ConfigError(f"a language code must be a non-empty string, got {code!r}; give "
+                          "an ISO 639-1/639-3 or BCP-47 code such as 'de', 'deu' or 'de-DE'")
     raw = code.strip()
     base = raw.replace("-", "_").split("_")[0].lower()  # zho_Hans -> zho, zh-TW -> zh
-    if base in _ISO1:
+    if base in _ISO1 or base in _ISO3_ONLY:
         return base
-    if base in _ISO3_TO_1:
+    if base in _ISO3_TO_1:  # Tatoeba's spellings (hbs -> sh, not the CLDR's sr-Latn)
         return _ISO3_TO_1[base]
-    if base in _ISO3_ONLY:
-        return base
     if raw.lower() in _NAMES:
         return _NAMES[raw.lower()]
+    parsed = _parse(raw)
+    if parsed in _ISO1 or parsed in _ISO3_ONLY:
+        return parsed
+    raise ConfigError(_unknown_message(code, base))
+
+
+def _unknown_message(code: str, base: str) -> str:
     known = known_languages()
-    close = difflib.get_close_matches(base, known + list(_ISO3_TO_1), n=3)
-    hint = f" Did you mean {', '.join(close)}?" if close else ""
-    raise ConfigError(
-        f"Unknown language code {code!r}.{hint} Use an ISO 639-1 or 639-3 code, optionally "
-        f"with a script (zho_Hans). Known codes: {', '.join(known)}"
-    )
+    close = difflib.get_close_matches(base, known + list(_ISO3_TO_1), n=3, cutoff=0.5)
+    close = list(dict.fromkeys(_ISO3_TO_1.get(c, c) for c in close))
+    nearest = f"nearest known: {', '.join(close)}" if close else "no known code is close"
+    return (f"Unknown language code {code!r} ({nearest}): expected an ISO 639-1/639-3 or "
+            "BCP-47 code of a language this project knows, e.g. 'de', 'deu', "
+            f"'de-DE' or 'zho_Hans'. Known codes: {', '.join(known)}")
 
 
 def to_iso3(code: str) -> str:

@@ -5,10 +5,30 @@ else there, ``fit(...) -> self``, learned state in attributes ending in ``_``.
 It maps embeddings ``X (n, d)`` of sentences in known languages to a meaning
 part and (for most methods) a language part. It saves as ``config.json`` +
 ``model.safetensors`` and loads strictly.
+
+Languages, the same for every recipe (the base class wraps each recipe's ``fit``,
+``meaning``, ``language`` and ``views`` when the subclass is defined, so a recipe only ever
+sees canonical codes of rows it can handle):
+
+* every code goes through :func:`~disembed.data.languages.normalize_language` (``deu``,
+  ``de-DE``, ``DE`` and ``deu_Latn`` are ``de``; an unknown code is a ``ConfigError``);
+* ``languages`` may be ``None`` (predict every row), one code for all rows, or one code per
+  row with ``None`` entries predicted;
+* a model that :attr:`~Disentangler.uses_language` fits a :class:`.LanguageIdentifier` on
+  the raw training embeddings with itself, saves it with itself, and uses it for rows
+  without a tag (:meth:`~Disentangler.predict_language`; the assumed languages and their
+  confidence are logged);
+* a language the model never saw gets its ``unknown_language`` fallback, row by row:
+  ``"nearest"`` (the language the identifier finds closest), ``"global"`` (the mean over
+  the training languages) or ``"error"``; :meth:`~Disentangler.calibrate` adds a
+  language from unlabeled sentences of it.
+
+Nothing depends on the other rows of a call: ``meaning(X)[i] == meaning(X[i:i+1])``.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import inspect
 import json
@@ -19,9 +39,11 @@ from typing import Any, ClassVar, Sequence
 
 import numpy as np
 
+from ..data.languages import normalize_language
 from ..exceptions import CheckpointError, ConfigError, NonFiniteError, NotFittedError, ShapeError
 from ..util.files import atomic_write_bytes
 from .export_map import MeaningMap
+from .language_id import UNKNOWN, LanguageIdentifier, LanguagePrediction
 
 logger = logging.getLogger(__name__)
 
@@ -29,18 +51,84 @@ FORMAT_VERSION = 1
 #: config.json key holding the sha256 (hex) of model.safetensors, checked on load
 WEIGHTS_CHECKSUM = "weights_sha256"
 
-Languages = str | Sequence[str]
+Languages = str | Sequence[str | None] | None
+#: config.json key (under "learned") and weight-name prefix of the language identifier
+LANGUAGE_ID_KEY = "language_id"
+_LID_PREFIX = "language_id."
 
 
 def as_language_array(languages: Languages, n: int) -> np.ndarray:
-    """One language code per row: broadcast a single code, check a sequence's length."""
-    if isinstance(languages, str):
+    """One language code per row: broadcast a single code (or ``None``), check a sequence's
+    length."""
+    if languages is None or isinstance(languages, str):
         return np.full(n, languages, dtype=object)
     arr = np.asarray(list(languages), dtype=object)
     if arr.shape != (n,):
         raise ShapeError(f"got {arr.shape[0] if arr.ndim else 0} language codes for {n} rows; "
                          "give one code per row or a single code for all")
     return arr
+
+
+#: BCP-47's "undetermined" language: a row tagged so is treated as untagged (predicted)
+UNDETERMINED = "und"
+
+
+def normalize_languages(languages: Languages, n: int) -> np.ndarray:
+    """``(n,)`` object array of canonical codes (``None`` kept; BCP-47's ``und``,
+    undetermined, becomes ``None``; ``"unknown"``, what :meth:`Disentangler.predict_language`
+    answers far from every known language, is kept and gets the unseen-language fallback),
+    each distinct code normalised once."""
+    arr = as_language_array(languages, n)
+
+    def canonical_of(code):
+        if code is None or code == UNDETERMINED:
+            return None
+        return UNKNOWN if code == UNKNOWN else normalize_language(code)
+
+    canonical = {code: canonical_of(code) for code in set(arr.tolist())}
+    return np.array([canonical[code] for code in arr.tolist()], dtype=object).reshape(n)
+
+
+def _resolving(fn):
+    """Wrap a recipe's ``meaning``/``language``/``views`` so it gets resolved codes."""
+    @functools.wraps(fn)
+    def wrapper(self, X, languages=None, *args, **kwargs):
+        X = self._check(X)
+        langs = self.resolve_languages(X, languages)
+        first = langs[0] if len(langs) else None
+        if first is not None and all(x == first for x in langs.tolist()):
+            return fn(self, X, first, *args, **kwargs)  # one code for all rows
+        return fn(self, X, langs, *args, **kwargs)
+
+    wrapper._resolves_languages = True  # type: ignore[attr-defined]
+    return wrapper
+
+
+def _fitting(fn):
+    """Wrap a recipe's ``fit``: codes normalised, and a language identifier fitted on the raw
+    training embeddings when the recipe uses a language (once, however deep ``super().fit``
+    goes)."""
+    @functools.wraps(fn)
+    def wrapper(self, src, tgt, src_lang, tgt_lang, *args, **kwargs):
+        if getattr(self, "_fitting_now", False):
+            return fn(self, src, tgt, src_lang, tgt_lang, *args, **kwargs)
+        s_lang = normalize_languages(src_lang, len(src))
+        t_lang = normalize_languages(tgt_lang, len(tgt))
+        if any(x is None for x in (*s_lang, *t_lang)):
+            raise ConfigError("fit needs the language of every training row; got None")
+        self._fitting_now = True
+        try:
+            out = fn(self, src, tgt, s_lang, t_lang, *args, **kwargs)
+        finally:
+            del self._fitting_now
+        self.language_id_ = None
+        if self.uses_language:
+            X = np.concatenate([np.asarray(src, np.float32), np.asarray(tgt, np.float32)])
+            self.language_id_ = LanguageIdentifier().fit(X, np.concatenate([s_lang, t_lang]))
+        return out
+
+    wrapper._fits_language_id = True  # type: ignore[attr-defined]
+    return wrapper
 
 
 class Disentangler(ABC):
@@ -60,6 +148,16 @@ class Disentangler(ABC):
     #: what ``disembed tune`` tries by default: hyperparameter -> values (pykeen's
     #: ``hpo_default``); empty: nothing to tune
     hpo_default: ClassVar[dict[str, list]] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        for attr in ("meaning", "language", "views"):
+            fn = cls.__dict__.get(attr)
+            if fn is not None and not getattr(fn, "_resolves_languages", False):
+                setattr(cls, attr, _resolving(fn))
+        fit = cls.__dict__.get("fit")
+        if fit is not None and not getattr(fit, "_fits_language_id", False):
+            cls.fit = _fitting(fit)  # type: ignore[method-assign]
 
     @property
     def name(self) -> str:
@@ -107,12 +205,80 @@ class Disentangler(ABC):
         return X
 
     @abstractmethod
-    def meaning(self, X: np.ndarray, languages: Languages) -> np.ndarray:
-        """Meaning part ``(n, d_m) float32`` of embeddings ``X (n, d)``."""
+    def meaning(self, X: np.ndarray, languages: Languages = None) -> np.ndarray:
+        """Meaning part ``(n, d_m) float32`` of embeddings ``X (n, d)``; ``languages``: see
+        the module docstring (``None``: identified from the embedding)."""
 
-    def language(self, X: np.ndarray, languages: Languages) -> np.ndarray | None:
+    def language(self, X: np.ndarray, languages: Languages = None) -> np.ndarray | None:
         """Language part ``(n, d_l) float32``, or ``None`` for methods without one."""
         return None
+
+    # --- languages -------------------------------------------------------------
+    def known_languages(self) -> list[str]:
+        """The languages this model has a route for (trained or calibrated)."""
+        lid = getattr(self, "language_id_", None)
+        return sorted(set(getattr(self, "languages_", [])) | set(lid.languages_ if lid else []))
+
+    def predict_language(self, X: np.ndarray) -> LanguagePrediction:
+        """The language of each row of raw embeddings ``X (n, d)``, as the model's language
+        identifier sees it ("unknown" where a row is far from every known language)."""
+        X = self._check(X)
+        lid = getattr(self, "language_id_", None)
+        if lid is None:
+            raise ConfigError(f"this {self.name} model has no language identifier: "
+                              + ("it uses no language, so none is needed" if not
+                                 self.uses_language else "it was saved by an older disembed; "
+                                 "refit it, or give the language of every row"))
+        return lid.predict(X)
+
+    def resolve_languages(self, X: np.ndarray, languages: Languages) -> np.ndarray:
+        """``(n,)`` canonical codes for rows ``X (n, d)``: tags normalised, missing ones
+        predicted, and (for a model that uses a language) unseen ones replaced by the
+        ``"nearest"`` fallback where that is the model's ``unknown_language``."""
+        langs = normalize_languages(languages, len(X))
+        if not self.uses_language:
+            return langs
+        missing = np.array([x is None for x in langs.tolist()], dtype=bool)
+        if missing.any():
+            pred = self.predict_language(X[missing])
+            langs[missing] = pred.codes
+            logger.info("%s: no language given for %d row(s); assumed %s (mean confidence "
+                        "%.2f)", self.name, int(missing.sum()), pred.summary(),
+                        float(pred.confidence.mean()))
+        known = set(self.known_languages())
+        unseen = np.array([x not in known for x in langs.tolist()], dtype=bool)
+        lid = getattr(self, "language_id_", None)
+        if unseen.any() and lid is not None and self.unknown_policy == "nearest":
+            langs[unseen] = lid.predict(X[unseen]).nearest
+        return langs
+
+    @property
+    def unknown_policy(self) -> str:
+        """What a language the model never saw gets (its ``unknown_language``)."""
+        return str(getattr(self, "unknown_language", "nearest"))
+
+    def calibrate(self, X: np.ndarray, language: str) -> "Disentangler":
+        """Add language ``language`` from raw embeddings ``X (n, d)`` of unlabeled sentences
+        of it: the recipe's route for it (:meth:`_calibrate`, e.g. its mean) and the
+        language identifier's class. Returns ``self``."""
+        X = self._check(X)
+        code = normalize_language(language)
+        if not self.uses_language:
+            raise ConfigError(f"{self.name} uses no language, so there is nothing to calibrate;"
+                              " its meaning is the same for every language")
+        if len(X) < 2:
+            raise ConfigError(f"calibrate needs at least 2 sentences of {code!r}, got {len(X)}")
+        self._calibrate(X, code)
+        if getattr(self, "language_id_", None) is not None:
+            self.language_id_.add_language(code, X)
+        logger.info("%s: calibrated %r from %d sentences", self.name, code, len(X))
+        return self
+
+    def _calibrate(self, X: np.ndarray, code: str) -> None:
+        """Give language ``code`` a route from its raw embeddings ``X (n, d)``."""
+        raise ConfigError(f"{self.name} cannot be calibrated to a new language (it has no "
+                          "per-language statistic to add); its unknown-language fallback "
+                          f"({self.unknown_policy}) applies")
 
     def meaning_map(self) -> MeaningMap:
         """The meaning part as affine layers (one route per language where it
@@ -132,7 +298,7 @@ class Disentangler(ABC):
     def transform(self, X: np.ndarray, languages: Languages) -> np.ndarray:
         return self.meaning(X, languages)
 
-    def views(self, X: np.ndarray, language: str) -> dict[str, np.ndarray]:
+    def views(self, X: np.ndarray, language: Languages = None) -> dict[str, np.ndarray]:
         """``{"meaning": ..., "language": ...}`` for sentences of one language (evaluation)."""
         out = {"meaning": self.meaning(X, language)}
         lang = self.language(X, language)
@@ -149,6 +315,28 @@ class Disentangler(ABC):
         """Learned non-tensor state to save (JSON-safe)."""
         return {}
 
+    def saved_state(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+        """``(tensors, learned config)`` that :meth:`save` writes: the recipe's
+        (:meth:`_state`, :meth:`_extra_config`) and its language identifier's."""
+        state = {k: np.ascontiguousarray(v) for k, v in self._state().items()}
+        learned = dict(self._extra_config())
+        lid = getattr(self, "language_id_", None)
+        if lid is not None:
+            state.update(lid.state(_LID_PREFIX))
+            learned[LANGUAGE_ID_KEY] = lid.config()
+        return state, learned
+
+    def restore(self, state: dict[str, np.ndarray], learned: dict[str, Any]) -> None:
+        """Rebuild a loaded model's learned state: the recipe's (:meth:`_set_state`) and its
+        language identifier's (saved under ``language_id``)."""
+        learned = dict(learned)
+        lid_config = learned.pop(LANGUAGE_ID_KEY, None)
+        state = dict(state)
+        lid_state = {k: state.pop(k) for k in list(state) if k.startswith(_LID_PREFIX)}
+        self._set_state(state, learned)
+        self.language_id_ = (None if lid_config is None else
+                             LanguageIdentifier.from_saved(lid_config, lid_state, _LID_PREFIX))
+
     def _set_state(self, state: dict[str, np.ndarray], extra: dict[str, Any]  # noqa: B027
                    ) -> None:  # methods without learned state keep this no-op
         """Rebuild learned state; must check names and shapes strictly."""
@@ -160,7 +348,7 @@ class Disentangler(ABC):
         if not self.is_fitted:
             raise NotFittedError(f"cannot save an unfitted {type(self).__name__}")
         directory = Path(directory)
-        state = {k: np.ascontiguousarray(v) for k, v in self._state().items()}
+        state, learned = self.saved_state()
         bad = sorted(k for k, v in state.items() if not np.isfinite(v).all())
         if bad:
             raise NonFiniteError(f"refusing to save this {type(self).__name__}: its weights "
@@ -173,7 +361,7 @@ class Disentangler(ABC):
             "params": self.get_params(),
             "dim": int(self.dim_),
             "state": {k: list(v.shape) for k, v in state.items()},
-            "learned": self._extra_config(),
+            "learned": learned,
             "metadata": metadata or {},
             WEIGHTS_CHECKSUM: hashlib.sha256(blob).hexdigest(),
         }

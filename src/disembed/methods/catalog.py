@@ -8,6 +8,7 @@ and tune.
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 from ..exceptions import CheckpointError
@@ -42,6 +43,8 @@ METHODS.add(Lsar.method, Lsar)
 METHODS.add(Leace.method, Leace)
 
 aliases.register_aliases(METHODS)
+
+logger = logging.getLogger(__name__)
 
 
 def composable() -> list[str]:
@@ -82,12 +85,18 @@ def load_disentangler(directory: str | Path) -> Disentangler:
     ``oracle_weight``) load as MEAT with ORACLE's terms.
     """
     cfg_path, config, state = read_saved(Path(directory))
+    params = dict(config["params"])
+    if params.get("unknown_language") == "batch":  # transductive, removed (issue 17)
+        logger.warning("%s was saved with unknown_language='batch' (centring an unseen "
+                       "language by the rows of the call), which no longer exists; it now "
+                       "uses 'nearest'", cfg_path)
+        params["unknown_language"] = "nearest"
     try:
-        model = make_method(config["method"], **config["params"])
+        model = make_method(config["method"], **params)
     except TypeError as exc:
         raise CheckpointError(f"{cfg_path}: its params do not fit {config['method']} "
                               f"({exc}); was it saved by another disembed version?") from None
     model.dim_ = config["dim"]
-    model._set_state(state, config.get("learned", {}))
+    model.restore(state, config.get("learned", {}))
     model.metadata_ = config.get("metadata", {})
     return model

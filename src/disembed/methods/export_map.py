@@ -100,7 +100,8 @@ def centering_routes(languages: list[str], means: np.ndarray, dim: int
     routes[GLOBAL_ROUTE] = [identity_layer(dim, -means.mean(axis=0))]
     notes = [f"route {GLOBAL_ROUTE!r} subtracts the mean over all training languages "
              "(disembed's unknown_language='global'); disembed's default for unseen "
-             "languages ('batch': the mean of the rows being encoded) has no exported form"]
+             "languages ('nearest': the language its identifier finds closest) needs the "
+             "identifier, which the sentence-transformers export does not run"]
     return routes, notes
 
 

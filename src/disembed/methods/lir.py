@@ -22,11 +22,11 @@ vectors ``C_k = V_k[:, :r] (d, r)`` span the language's identity subspace, and
   directions come from the training pairs, both sides (English, on one side of every pair,
   has the most sentences).
 
-The language must be known at inference. For a language not seen in training,
-``unknown_language`` decides, as in ``mean-centering``: ``"error"`` raises, ``"batch"``
-(default) takes the top-``r`` directions of the rows being transformed (transductive; needs
-at least ``r`` rows; logged once per language), ``"global"`` those of all training sentences
-pooled.
+Without a tag the model's language identifier names the language (:mod:`.base`). For a
+language not seen in training, ``unknown_language`` decides, row by row, as in
+``mean-centering``: ``"nearest"`` (default) takes the directions of the training language
+the identifier finds closest, ``"global"`` those of all training sentences pooled,
+``"error"`` raises; ``calibrate`` adds a language's directions from unlabeled sentences.
 
 Official code: the LSAR authors' copy of LIR (github.com/zhxieml/LSAR,
 ``src/alignment/_lir.py`` and ``__init__.py``; its README says it builds on
@@ -49,7 +49,7 @@ from .export_map import GLOBAL_ROUTE, MeaningMap, affine
 
 logger = logging.getLogger(__name__)
 
-UNKNOWN_LANGUAGE = ("error", "batch", "global")
+UNKNOWN_LANGUAGE = ("nearest", "global", "error")
 
 
 def check_rank(rank: Any, method: str, allow_none: bool = False) -> int | None:
@@ -109,9 +109,9 @@ class Lir(Disentangler):
     hpo_default = {"rank": [1, 2, 4, 8]}
 
     def __init__(self, rank: int = 1,
-                 unknown_language: Literal["error", "batch", "global"] = "batch") -> None:
+                 unknown_language: Literal["nearest", "global", "error"] = "nearest") -> None:
         if unknown_language not in UNKNOWN_LANGUAGE:
-            raise ConfigError("unknown_language must be 'error', 'batch' or 'global'; "
+            raise ConfigError("unknown_language must be 'nearest', 'global' or 'error'; "
                               f"got {unknown_language!r}")
         self.rank = check_rank(rank, "lir")
         self.unknown_language = unknown_language
@@ -135,15 +135,22 @@ class Lir(Disentangler):
             return self.components_[self.languages_.index(lang)]
         if self.unknown_language == "error":
             raise ConfigError(f"lir has no subspace for language {lang!r}; it was fitted on "
-                              f"{self.languages_}. Fit on data with that language or use "
-                              "unknown_language='batch' or 'global'")
+                              f"{self.languages_}. Fit on data with that language, "
+                              "calibrate it, or use unknown_language='nearest' or 'global'")
         if lang not in getattr(self, "_warned", set()):
             logger.info("lir: %r unseen in training, using the %s directions", lang,
                         self.unknown_language)
             self._warned = getattr(self, "_warned", set()) | {lang}
-        if self.unknown_language == "global":
-            return self.global_components_
-        return top_directions(rows, self.rank, f"unseen language {lang!r} in this batch")
+        # "global", and "nearest" where no language identifier chose a language
+        return self.global_components_
+
+    def _calibrate(self, X: np.ndarray, code: str) -> None:
+        C = top_directions(X, self.rank, f"calibration sentences of {code!r}")  # (d, r)
+        if code in self.languages_:
+            self.components_[self.languages_.index(code)] = C
+            return
+        self.languages_ = [*self.languages_, code]
+        self.components_ = np.concatenate([self.components_, C[None]])
 
     def language(self, X: np.ndarray, languages: Languages) -> np.ndarray:
         X = self._check(X)
@@ -189,6 +196,7 @@ class Lir(Disentangler):
                                                      strict=True)}
         routes[GLOBAL_ROUTE] = erase(self.global_components_)
         notes = [f"route {GLOBAL_ROUTE!r} erases the directions of all training languages "
-                 "(disembed's unknown_language='global'); the default for unseen languages "
-                 "('batch': directions of the rows being encoded) has no exported form"]
+                 "(disembed's unknown_language='global'); disembed's default for unseen "
+                 "languages ('nearest': the language its identifier finds closest) needs "
+                 "the identifier, which the sentence-transformers export does not run"]
         return MeaningMap(self.name, d, routes, True, notes)

@@ -4,10 +4,14 @@ baseline by DREAM, MEAT and SEED).
     m = e - mu_lang,    l = mu_lang
 
 ``mu_lang`` is the mean embedding of language ``lang`` over the training pairs
-(both sides contribute). The language must be known at inference. For a
-language not seen in training, ``unknown_language`` decides: ``"error"`` raises,
-``"batch"`` (default) uses the mean of the rows being transformed (transductive,
-logged once per language), ``"global"`` uses the mean over all training languages.
+(both sides contribute). Without a tag the model's language identifier names
+``lang`` (:mod:`.base`). For a language not seen in training, ``unknown_language``
+decides, row by row: ``"nearest"`` (default) uses the mean of the training language
+the identifier finds closest to the row, ``"global"`` the mean over all training
+languages, ``"error"`` raises. :meth:`~.base.Disentangler.calibrate` adds a
+language's mean from unlabeled sentences of it. Centring by the rows of a call
+(transductive) is no policy of the model: ask for it by name over a whole corpus
+(``mine --center corpus``).
 """
 
 from __future__ import annotations
@@ -24,21 +28,23 @@ from .export_map import MeaningMap, centering_routes
 logger = logging.getLogger(__name__)
 
 
-UNKNOWN_LANGUAGE_POLICIES = ("error", "batch", "global")
+UNKNOWN_LANGUAGE_POLICIES = ("nearest", "global", "error")
 
 
 def check_unknown_language(policy: str) -> None:
     """Raise ``ConfigError`` unless ``policy`` is one of :data:`UNKNOWN_LANGUAGE_POLICIES`."""
     if policy not in UNKNOWN_LANGUAGE_POLICIES:
-        raise ConfigError("unknown_language must be 'error', 'batch' or 'global'; "
-                          f"got {policy!r}")
+        hint = (" ('batch', centring by the rows of the call, was removed: a sentence's "
+                "meaning must not depend on the rest of the call)" if policy == "batch" else "")
+        raise ConfigError("unknown_language must be 'nearest', 'global' or 'error'; "
+                          f"got {policy!r}{hint}")
 
 
 class MeanCentering(Disentangler):
     method = "mean-centering"
     uses_language = True
 
-    def __init__(self, unknown_language: Literal["error", "batch", "global"] = "batch") -> None:
+    def __init__(self, unknown_language: Literal["nearest", "global", "error"] = "nearest") -> None:
         check_unknown_language(unknown_language)
         self.unknown_language = unknown_language
 
@@ -62,17 +68,31 @@ class MeanCentering(Disentangler):
         return out
 
     def _mean_of(self, lang: str, rows: np.ndarray) -> np.ndarray:
+        """``mu_lang (d,)``, or the fallback for each of ``rows (n, d)`` (row by row)."""
         if lang in self.languages_:
             return self.means_[self.languages_.index(lang)]
         if self.unknown_language == "error":
             raise ConfigError(f"mean-centering has no mean for language {lang!r}; it was fitted "
-                              f"on {self.languages_}. Fit on data with that language or use "
-                              "unknown_language='batch'")
+                              f"on {self.languages_}. Fit on data with that language, "
+                              "calibrate it (disembed calibrate), or use "
+                              "unknown_language='nearest' or 'global'")
         if lang not in getattr(self, "_warned", set()):
             logger.info("mean-centering: %r unseen in training, using the %s mean", lang,
                         self.unknown_language)
             self._warned = getattr(self, "_warned", set()) | {lang}
-        return rows.mean(axis=0) if self.unknown_language == "batch" else self.means_.mean(axis=0)
+        if self.unknown_language == "global":
+            return self.means_.mean(axis=0)
+        # nearest training mean of each row (when no language identifier chose one)
+        dist = ((rows[:, None, :] - self.means_[None]) ** 2).sum(axis=2)  # (n, L)
+        return self.means_[dist.argmin(axis=1)]
+
+    def _calibrate(self, X: np.ndarray, code: str) -> None:
+        mean = X.mean(axis=0).astype(np.float32)
+        if code in self.languages_:
+            self.means_[self.languages_.index(code)] = mean
+            return
+        self.languages_ = [*self.languages_, code]
+        self.means_ = np.vstack([self.means_, mean[None]])
 
     def meaning(self, X: np.ndarray, languages: Languages) -> np.ndarray:
         X = self._check(X)

@@ -67,7 +67,7 @@ class NeuralDisentangler(Disentangler):
                  negatives: str = "paper", *, max_steps: int | None = None,
                  time_budget_seconds: float | None = None, oracle_variant: str | None = None,
                  oracle_weight: float = 1.0, center: str = "none",
-                 unknown_language: str = "batch", deterministic: bool = True,
+                 unknown_language: str = "nearest", deterministic: bool = True,
                  speed: str = "auto", precision: str = "auto",
                  init_scale: float | None = None) -> None:
         self.lr, self.batch_size, self.max_epochs = lr, batch_size, max_epochs
@@ -280,12 +280,22 @@ class NeuralDisentangler(Disentangler):
                        "budget_bound": hist.budget_bound, "stopped_early": hist.stopped_early,
                        "train_pairs": hist.train_pairs, "val_pairs": hist.val_pairs,
                        "best_val_loss": min((e["val_loss"] for e in hist.epochs), default=None)}
-        return {"languages": self.languages_, "training": summary}
+        extra = {"languages": self.languages_, "training": summary}
+        centering = getattr(self, "centering_", None)
+        if centering is not None and centering.languages_ != self.languages_:
+            extra["centering_languages"] = centering.languages_  # calibrated languages
+        return extra
+
+    def _calibrate(self, X: np.ndarray, code: str) -> None:
+        if getattr(self, "centering_", None) is None:
+            super()._calibrate(X, code)
+        self.centering_._calibrate(X, code)
 
     def _set_state(self, state: dict[str, np.ndarray], extra: dict[str, Any]) -> None:
         self.languages_ = list(extra.get("languages", []))
         state = dict(state)
-        self.centering_ = self._centering_from(state.pop("centering.means", None))
+        self.centering_ = self._centering_from(state.pop("centering.means", None),
+                                               extra.get("centering_languages"))
         head = self.build_head(self.dim_)
         try:
             head.load_state_dict({k: torch.from_numpy(v.copy()) for k, v in state.items()},
@@ -296,7 +306,8 @@ class NeuralDisentangler(Disentangler):
         head.eval()
         self.head_ = head
 
-    def _centering_from(self, means: np.ndarray | None) -> MeanCentering | None:
+    def _centering_from(self, means: np.ndarray | None, languages: list[str] | None = None
+                        ) -> MeanCentering | None:
         if (means is None) != (self.center == "none"):
             raise CheckpointError(f"center={self.center!r} but the saved weights "
                                   f"{'lack' if means is None else 'have'} 'centering.means'; "
@@ -305,7 +316,7 @@ class NeuralDisentangler(Disentangler):
             return None
         centering = MeanCentering(self.unknown_language)
         centering.dim_ = self.dim_
-        centering._set_state({"means": means}, {"languages": self.languages_})
+        centering._set_state({"means": means}, {"languages": languages or self.languages_})
         return centering
 
 
@@ -321,7 +332,7 @@ class TwoHeadRecipe(NeuralDisentangler):
                  negatives: str = "paper", hidden: int = 0, *, max_steps: int | None = None,
                  time_budget_seconds: float | None = None, oracle_variant: str | None = None,
                  oracle_weight: float = 1.0, center: str = "none",
-                 unknown_language: str = "batch", deterministic: bool = True,
+                 unknown_language: str = "nearest", deterministic: bool = True,
                  speed: str = "auto", precision: str = "auto",
                  init_scale: float | None = None) -> None:
         super().__init__(lr=lr, batch_size=batch_size, max_epochs=max_epochs, patience=patience,

@@ -1,0 +1,187 @@
+"""A language identifier on raw sentence embeddings, fitted and saved with every model that
+uses a language, so that ``model.meaning(X)`` works without a tag.
+
+Two kinds, chosen by measurement (docs/language_id.md):
+
+* ``"centroid"``: the nearest centred language mean. Rows are centred by the global mean
+  ``mu`` of the training rows and L2-normalised, ``z = (e - mu) / |e - mu|``; language ``k``
+  has the unit centroid ``c_k`` of its rows; the score is ``s_k = cos(z, c_k)``.
+* ``"softmax"``: multinomial logistic regression on the same ``z``:
+  ``p(k | e) = softmax(W z + b)_k``, fitted by L-BFGS on the mean cross-entropy plus
+  ``l2 * |W|^2`` (deterministic: full batch, no sampling).
+
+Both answer a code per row with a confidence (the softmax probability; for ``centroid`` the
+softmax of ``temperature * s``) and "unknown" where the row is far from every known
+language: its best centroid cosine is below ``threshold``, the ``outlier_quantile`` of the
+training rows' cosines to their own language's centroid. Everything is row-wise, so a
+row's answer never depends on the other rows of the call.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+
+from ..exceptions import CheckpointError, ConfigError, NotFittedError
+
+logger = logging.getLogger(__name__)
+
+#: the code :class:`LanguagePrediction` gives a row far from every known language
+UNKNOWN = "unknown"
+KINDS = ("centroid", "softmax")
+
+
+@dataclass(frozen=True)
+class LanguagePrediction:
+    """The language of each row as the model identified it.
+
+    ``codes (n,)``: a known language code per row, or ``"unknown"``; ``confidence (n,)``:
+    the probability of the predicted language; ``nearest (n,)``: the most likely known
+    language even where ``codes`` says unknown; ``similarity (n,)``: the row's cosine to
+    that language's centroid (what decides "unknown")."""
+
+    codes: np.ndarray
+    confidence: np.ndarray
+    nearest: np.ndarray
+    similarity: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.codes)
+
+    def summary(self) -> dict[str, int]:
+        """How many rows each predicted code got."""
+        values, counts = np.unique(self.codes.astype(str), return_counts=True)
+        return {str(v): int(c) for v, c in zip(values, counts, strict=True)}
+
+
+def _unit(Z: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(Z, axis=1, keepdims=True)
+    return Z / np.maximum(norms, 1e-12)
+
+
+class LanguageIdentifier:
+    """Predicts the language of raw embeddings; see the module docstring."""
+
+    def __init__(self, kind: Literal["centroid", "softmax"] = "softmax", l2: float = 1e-4,
+                 temperature: float = 20.0, outlier_quantile: float = 0.001) -> None:
+        if kind not in KINDS:
+            raise ConfigError(f"language identifier kind must be one of {KINDS}; got {kind!r}")
+        self.kind, self.l2, self.temperature = kind, l2, temperature
+        self.outlier_quantile = outlier_quantile
+
+    @property
+    def is_fitted(self) -> bool:
+        return hasattr(self, "centroids_")
+
+    def fit(self, X: np.ndarray, languages: np.ndarray) -> "LanguageIdentifier":
+        """Fit on raw embeddings ``X (n, d)`` with one canonical code per row."""
+        X = np.asarray(X, np.float32)
+        langs = np.asarray(languages, dtype=object)
+        self.languages_ = sorted(set(langs.tolist()))
+        self.center_ = X.mean(axis=0)  # (d,)
+        Z = _unit(X - self.center_)
+        y = np.array([self.languages_.index(x) for x in langs], dtype=np.int64)
+        self.centroids_ = _unit(np.stack([Z[y == k].mean(axis=0)  # (L, d)
+                                          for k in range(len(self.languages_))]))
+        own = (Z * self.centroids_[y]).sum(axis=1)  # cosine of each row to its own centroid
+        self.threshold_ = float(np.quantile(own, self.outlier_quantile))
+        if self.kind == "softmax" and len(self.languages_) > 1:
+            self.W_, self.b_ = _fit_softmax(Z, y, len(self.languages_), self.l2)
+        else:
+            self.W_ = self.centroids_ * self.temperature
+            self.b_ = np.zeros(len(self.languages_), np.float32)
+        return self
+
+    def predict(self, X: np.ndarray) -> LanguagePrediction:
+        """The language of each row of raw embeddings ``X (n, d)``."""
+        if not self.is_fitted:
+            raise NotFittedError("this LanguageIdentifier is not fitted; fit it first")
+        Z = _unit(np.asarray(X, np.float32) - self.center_)
+        logits = Z @ self.W_.T + self.b_  # (n, L)
+        logits -= logits.max(axis=1, keepdims=True)
+        prob = np.exp(logits)
+        prob /= prob.sum(axis=1, keepdims=True)
+        best = prob.argmax(axis=1)
+        nearest = np.asarray(self.languages_, dtype=object)[best]
+        sim = (Z * self.centroids_[best]).sum(axis=1)
+        codes = np.where(sim < self.threshold_, UNKNOWN, nearest).astype(object)
+        return LanguagePrediction(codes, prob[np.arange(len(Z)), best].astype(np.float32),
+                                  nearest, sim.astype(np.float32))
+
+    def add_language(self, code: str, X: np.ndarray) -> None:
+        """Add (or replace) language ``code`` from its raw embeddings ``X (n, d)``: its
+        centroid joins the centroids, and a row of logits ``temperature * cos(z, c)`` with a
+        bias matching the known languages' typical top logit joins the softmax."""
+        c = _unit((_unit(np.asarray(X, np.float32) - self.center_)).mean(axis=0)[None])[0]
+        if code in self.languages_:
+            k = self.languages_.index(code)
+            self.centroids_[k] = c
+            if self.kind == "centroid":
+                self.W_[k] = c * self.temperature
+            return
+        scale = float(np.linalg.norm(self.W_, axis=1).mean())
+        self.languages_ = [*self.languages_, code]
+        self.centroids_ = np.vstack([self.centroids_, c[None]]).astype(np.float32)
+        self.W_ = np.vstack([self.W_, (c * scale)[None]]).astype(np.float32)
+        self.b_ = np.append(self.b_, self.b_.mean()).astype(np.float32)
+
+    # --- persistence (inside the model's config.json + model.safetensors) -------------
+    def state(self, prefix: str) -> dict[str, np.ndarray]:
+        return {f"{prefix}center": self.center_.astype(np.float32),
+                f"{prefix}centroids": self.centroids_.astype(np.float32),
+                f"{prefix}W": np.asarray(self.W_, np.float32),
+                f"{prefix}b": np.asarray(self.b_, np.float32)}
+
+    def config(self) -> dict[str, Any]:
+        return {"kind": self.kind, "l2": self.l2, "temperature": self.temperature,
+                "outlier_quantile": self.outlier_quantile, "languages": self.languages_,
+                "threshold": self.threshold_}
+
+    @classmethod
+    def from_saved(cls, config: dict[str, Any], state: dict[str, np.ndarray],
+                   prefix: str) -> "LanguageIdentifier":
+        try:
+            lid = cls(config["kind"], config["l2"], config["temperature"],
+                      config["outlier_quantile"])
+            lid.languages_ = list(config["languages"])
+            lid.threshold_ = float(config["threshold"])
+            lid.center_ = state[f"{prefix}center"]
+            lid.centroids_ = state[f"{prefix}centroids"]
+            lid.W_, lid.b_ = state[f"{prefix}W"], state[f"{prefix}b"]
+        except (KeyError, TypeError) as exc:
+            raise CheckpointError(f"the saved language identifier lacks {exc}; re-save the "
+                                  "model") from None
+        n, d = len(lid.languages_), lid.center_.shape[0]
+        shapes = {"centroids": (lid.centroids_.shape, (n, d)), "W": (lid.W_.shape, (n, d)),
+                  "b": (lid.b_.shape, (n,))}
+        wrong = {k: v for k, v in shapes.items() if v[0] != v[1]}
+        if wrong:
+            raise CheckpointError(f"saved language identifier has wrong shapes (got, expected): "
+                                  f"{wrong}")
+        return lid
+
+
+def _fit_softmax(Z: np.ndarray, y: np.ndarray, n_classes: int, l2: float
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """Multinomial logistic regression ``softmax(W z + b)`` by full-batch L-BFGS."""
+    import torch
+
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        Zt, yt = torch.from_numpy(np.ascontiguousarray(Z)), torch.from_numpy(y)
+        W = torch.zeros(n_classes, Z.shape[1], requires_grad=True)
+        b = torch.zeros(n_classes, requires_grad=True)
+        opt = torch.optim.LBFGS([W, b], lr=1.0, max_iter=200, history_size=20,
+                                line_search_fn="strong_wolfe")
+
+        def closure() -> torch.Tensor:
+            opt.zero_grad()
+            loss = torch.nn.functional.cross_entropy(Zt @ W.T + b, yt) + l2 * (W * W).sum()
+            loss.backward()
+            return loss
+
+        opt.step(closure)
+    return W.detach().numpy().astype(np.float32), b.detach().numpy().astype(np.float32)

@@ -1,0 +1,83 @@
+"""A sentence's meaning never depends on the other rows of the call (issue 17): for every
+registered recipe, ``meaning(X)[i] == meaning(X[i:i+1])`` and any split of ``X`` into
+batches gives the same rows, with a seen language, an unseen one, no tag, and a mix."""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from recipe_contract import fitted, toy_pairs
+from strategies import bounded
+
+from disembed.methods import METHODS
+
+#: every registered name plus the centred form the main job trains by default
+NAMES = sorted(set(METHODS.names()) | {"seed-centered", "mean-centering"})
+#: seen in training (de, zh, en), unseen (ja, fr), a non-canonical spelling, no tag
+TAGS = ["de", "en", "zh", "ja", "fr", "deu_Latn", None]
+TOL = 1e-5  # float32 kernels may pick other blockings for other batch sizes
+
+
+@functools.cache
+def model(name: str):
+    return fitted(name)
+
+
+@functools.cache
+def rows() -> np.ndarray:
+    """40 rows ``(40, 16)``: de/zh sources and their English translations, shifted off the
+    training points, and 6 rows of a language the model never saw (a new offset)."""
+    src, tgt, _ = toy_pairs(seed=1)
+    rng = np.random.default_rng(2)
+    unseen = src[:6] + 4 * rng.standard_normal(src.shape[1]).astype(np.float32)
+    return np.concatenate([src[:17], tgt[:17], unseen]).astype(np.float32)
+
+
+def _same(a, b) -> None:
+    assert (a is None) == (b is None)
+    if a is not None:
+        np.testing.assert_allclose(a, b, atol=TOL, rtol=0)
+
+
+@pytest.mark.parametrize("name", NAMES)
+@given(data=st.data())
+@bounded(12)
+def test_meaning_of_a_row_does_not_depend_on_the_rest_of_the_call(name, data):
+    m, X = model(name), rows()
+    per_row = data.draw(st.booleans(), label="one tag per row")
+    if per_row:
+        tags = data.draw(st.lists(st.sampled_from(TAGS), min_size=len(X), max_size=len(X)))
+    else:
+        tags = data.draw(st.sampled_from(TAGS), label="one tag for all")
+    full_m, full_l = m.meaning(X, tags), m.language(X, tags)
+    i = data.draw(st.integers(0, len(X) - 1), label="row")
+    tag_i = tags[i] if per_row else tags
+    _same(m.meaning(X[i:i + 1], tag_i if per_row else tags), full_m[i:i + 1])
+    _same(m.language(X[i:i + 1], [tag_i] if per_row else tags),
+          None if full_l is None else full_l[i:i + 1])
+    k = data.draw(st.integers(1, len(X) - 1), label="split")
+    parts = [m.meaning(X[:k], tags[:k] if per_row else tags),
+             m.meaning(X[k:], tags[k:] if per_row else tags)]
+    _same(np.concatenate(parts), full_m)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_one_unseen_sentence_alone_is_neither_zero_nor_constant(name):
+    """The bug of issue 17: centring an unseen language by the rows of the call sent a
+    one-row call to zero and gave every text the same vector."""
+    m, X = model(name), rows()
+    alone = np.concatenate([m.meaning(X[i:i + 1], "ja") for i in range(len(X))])
+    assert np.linalg.norm(alone, axis=1).min() > 1e-3
+    assert len(np.unique(alone.round(5), axis=0)) == len(X)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_codes_of_one_language_give_identical_vectors(name):
+    m, X = model(name), rows()
+    want = m.meaning(X, "de")
+    for code in ("deu", "de-DE", "DE", "deu_Latn"):
+        np.testing.assert_array_equal(m.meaning(X, code), want)

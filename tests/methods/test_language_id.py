@@ -1,0 +1,85 @@
+"""The language identifier fitted with every model that uses a language: predicts the
+training languages, says "unknown" far from all of them, is saved with the model, answers
+``meaning(X)`` without a tag, and ``calibrate`` adds a language."""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pytest
+from recipe_contract import fitted, toy_pairs
+
+from disembed.exceptions import ConfigError
+from disembed.methods import load_disentangler
+from disembed.methods.language_id import UNKNOWN, LanguageIdentifier
+
+
+def _labelled():
+    src, tgt, src_lang = toy_pairs()  # the languages the contract's models train on
+    X = np.concatenate([src, tgt])
+    return X, np.concatenate([src_lang, np.full(len(tgt), "en", dtype=object)])
+
+
+@pytest.mark.parametrize("kind", ["softmax", "centroid"])
+def test_identifier_predicts_the_training_languages_and_flags_far_rows(kind):
+    X, langs = _labelled()
+    lid = LanguageIdentifier(kind).fit(X, langs)
+    pred = lid.predict(X)
+    assert (pred.codes == langs).mean() > 0.98
+    assert pred.confidence.min() >= 0 and pred.confidence.max() <= 1
+    rng = np.random.default_rng(0)  # random directions around the centre: no language's
+    far = X.mean(0) + 50 * rng.standard_normal((5, X.shape[1])).astype(np.float32)
+    assert set(lid.predict(far).codes) == {UNKNOWN}
+    assert set(lid.predict(far).nearest) <= {"de", "zh", "en"}
+
+
+def test_meaning_without_a_tag_uses_the_predicted_language(caplog):
+    model = fitted("mean-centering")
+    X, langs = _labelled()
+    with caplog.at_level(logging.INFO, logger="disembed"):
+        untagged = model.meaning(X)
+    assert "assumed" in caplog.text and "confidence" in caplog.text
+    predicted = model.predict_language(X).codes
+    np.testing.assert_array_equal(untagged, model.meaning(X, list(predicted)))
+    np.testing.assert_allclose(untagged, model.meaning(X, langs), atol=1e-6)  # all right
+    mixed = [None if i % 2 else code for i, code in enumerate(langs)]
+    np.testing.assert_allclose(model.meaning(X, mixed), untagged, atol=1e-6)
+
+
+def test_identifier_is_saved_with_the_model_and_loads_identical(tmp_path):
+    model = fitted("seed-centered")
+    X, _ = _labelled()
+    loaded = load_disentangler(model.save(tmp_path / "m"))
+    a, b = model.predict_language(X), loaded.predict_language(X)
+    np.testing.assert_array_equal(a.codes, b.codes)
+    np.testing.assert_array_equal(a.confidence, b.confidence)
+    np.testing.assert_array_equal(model.meaning(X), loaded.meaning(X))
+
+
+def test_models_without_a_language_have_no_identifier():
+    model = fitted("lsar")
+    assert model.language_id_ is None
+    with pytest.raises(ConfigError, match="uses no language"):
+        model.predict_language(np.zeros((1, 16), np.float32))
+    with pytest.raises(ConfigError, match="nothing to calibrate"):
+        model.calibrate(np.zeros((3, 16), np.float32), "ja")
+
+
+@pytest.mark.parametrize("name", ["mean-centering", "seed-centered", "lir"])
+def test_calibrate_adds_a_language_that_survives_save_and_load(name, tmp_path):
+    model = fitted(name)
+    rng = np.random.default_rng(5)
+    src, _, _ = toy_pairs()
+    ja = src + 6 * rng.standard_normal(src.shape[1]).astype(np.float32)  # a new offset
+    before = model.meaning(ja, "ja")
+    model.calibrate(ja[:100], "jpn")
+    assert "ja" in model.known_languages()
+    after = model.meaning(ja[100:], "ja")
+    assert not np.allclose(before[100:], after, atol=1e-3)
+    if name == "mean-centering":  # its own mean now: centred rows average near zero
+        assert np.abs(after.mean(0)).max() < np.abs(before.mean(0)).max()
+    assert (model.predict_language(ja[100:]).codes == "ja").mean() > 0.9
+    loaded = load_disentangler(model.save(tmp_path / "m"))
+    np.testing.assert_array_equal(loaded.meaning(ja[100:], "ja"), after)
+    np.testing.assert_array_equal(loaded.meaning(ja[100:]), model.meaning(ja[100:]))

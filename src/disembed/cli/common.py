@@ -11,7 +11,8 @@ from ..encoders import DEFAULT_ENCODER, load_encoder
 from ..encoders.cached import cached
 from ..evaluation import EvalOptions
 from ..exceptions import ConfigError
-from ..experiment import Workspace
+from ..experiment import TrainingData, Workspace
+from ..util.fields import arg_type
 
 
 def add_common(parser: argparse.ArgumentParser) -> None:
@@ -31,10 +32,11 @@ def add_workspace_options(parser: argparse.ArgumentParser) -> None:
     """``--batch-size`` and ``--cache-dtype`` for verbs without encoder options (their
     :class:`~disembed.experiment.Workspace` is then fully settable)."""
     group = parser.add_argument_group("workspace")
-    group.add_argument("--batch-size", type=positive_int, default=64,
+    group.add_argument("--batch-size", type=arg_type(Workspace, "batch_size"), default=64,
                        help="encoding batch size")
-    group.add_argument("--cache-dtype", choices=("float32", "float16"), default="float32",
-                       help="how the embedding cache stores new vectors")
+    group.add_argument("--cache-dtype", type=arg_type(Workspace, "cache_dtype"),
+                       default="float32", help="how the embedding cache stores new vectors "
+                       "(float32 or float16)")
 
 
 def add_encoder(parser: argparse.ArgumentParser, default: str | None = DEFAULT_ENCODER) -> None:
@@ -46,9 +48,10 @@ def add_encoder(parser: argparse.ArgumentParser, default: str | None = DEFAULT_E
     group.add_argument("--prefix", default=None, help="st: text put before every sentence")
     group.add_argument("--max-length", type=positive_int, default=None,
                        help="st: token limit")
-    group.add_argument("--batch-size", type=positive_int, default=64,
+    group.add_argument("--batch-size", type=arg_type(Workspace, "batch_size"), default=64,
                        help="encoding batch size")
-    group.add_argument("--cache-dtype", choices=("float32", "float16"), default="float32")
+    group.add_argument("--cache-dtype", type=arg_type(Workspace, "cache_dtype"),
+                       default="float32", help="float32 or float16")
 
 
 def encoder_options(args: argparse.Namespace, spec: str | None = None) -> dict:
@@ -136,18 +139,11 @@ def positive_int(text: str) -> int:
     return _int_at_least(text, 1, "a positive integer")
 
 
-def items_or_all(text: str) -> int | None:
-    """A count >= 2 or ``all`` (None)."""
-    if text.strip().lower() == "all":
-        return None
-    return _int_at_least(text, 2, "a number of items >= 2 or 'all'")
-
-
-def pairs_or_all(text: str) -> int | None:
-    """Pairs per language: an integer >= 20 or ``all`` (None)."""
-    if text.strip().lower() == "all":
-        return None
-    return _int_at_least(text, 20, "a number of pairs per language >= 20 or 'all'")
+#: items per subset, ``all`` for every item: what :class:`EvalOptions` declares
+items_or_all = arg_type(EvalOptions, "max_items", noun="a number of items")
+#: pairs per language, ``all`` for every pair: what :class:`TrainingData` declares
+pairs_or_all = arg_type(TrainingData, "pairs_per_language",
+                        noun="a number of pairs per language")
 
 
 # --- argument types: every value is checked here, before any work starts ------------------

@@ -27,7 +27,9 @@ from typing import Any, Callable, ClassVar, Collection
 
 import numpy as np
 
-from ..exceptions import ConfigError, ShapeError
+from ..exceptions import ShapeError
+from ..util.constraints import SEED, Interval
+from ..util.fields import check_fields
 from ..version import __version__
 from .task_scores import AVERAGE_PREFIX, PerItem, ScoreRow, TaskScores, average_rows
 
@@ -71,16 +73,16 @@ class EvalOptions:
         qe_split: the WMT QE split, ``"test"`` (WMT20) or ``"test21"``.
     """
 
+    _field_constraints: ClassVar[dict] = {"max_items": [Interval(int, 2, None), None],
+                                           "seed": [SEED]}
+
     max_items: int | None = None
     seed: int = 0
     tatoeba_languages: str | tuple[str, ...] = "tatoeba-14"
     qe_split: str = "test"
 
     def __post_init__(self) -> None:
-        if self.max_items is not None and (isinstance(self.max_items, bool) or not isinstance(
-                self.max_items, int) or self.max_items < 2):
-            raise ConfigError(f"max_items must be None (every item) or an integer >= 2; got "
-                              f"{self.max_items!r}")
+        check_fields(self)
         langs = self.tatoeba_languages
         if isinstance(langs, str) and "," in langs:  # "de,zh" from a command line
             object.__setattr__(self, "tatoeba_languages",
@@ -134,8 +136,7 @@ class Task(ABC):
 
     def __init__(self, *, max_items: int | None = None, seed: int = 0,
                  data_dir: str | None = None) -> None:
-        if max_items is not None and (not isinstance(max_items, int) or max_items < 2):
-            raise ConfigError(f"max_items must be None or an integer >= 2, got {max_items!r}")
+        EvalOptions(max_items=max_items, seed=seed)  # checked by EvalOptions' declaration
         self.max_items = max_items
         self.seed = int(seed)
         self.data_dir = data_dir

@@ -11,12 +11,14 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any
+from typing import Any, ClassVar
 
 from ..data.languages import normalize_language
 from ..encoders import DEFAULT_ENCODER
 from ..evaluation import DEFAULT_TASKS, EvalOptions
 from ..exceptions import ConfigError
+from ..util.constraints import SEED, Boolean, Interval, Options
+from ..util.fields import check_fields
 from .tasks import check_tasks
 
 #: Languages of the STS17 and WMT20 QE test sets, each trained paired with English.
@@ -43,6 +45,12 @@ class TrainingData:
     and reported) instead of failing the run.
     """
 
+    _field_constraints: ClassVar[dict] = {
+        "pairs_per_language": [Interval(int, MIN_PAIRS_PER_LANGUAGE, None), None],
+        "holdout_per_language": [Interval(int, 0, None)],
+        "seed": [SEED],
+    }
+
     languages: tuple[str, ...] = DEFAULT_TRAIN_LANGUAGES
     pairs_per_language: int | None = DEFAULT_PAIRS_PER_LANGUAGE
     seed: int = 0
@@ -57,6 +65,7 @@ class TrainingData:
     skip_bad: bool = False
 
     def __post_init__(self) -> None:
+        check_fields(self)
         if self.pairs_file is not None:
             if not (self.src_col and self.tgt_col):
                 raise ConfigError(f"pairs_file {self.pairs_file!r} needs src_col and tgt_col "
@@ -66,16 +75,6 @@ class TrainingData:
                                   "on copies of one column; name two different columns")
             self._check_file_languages()
             return
-        if isinstance(self.holdout_per_language, bool) or not isinstance(
-                self.holdout_per_language, int) or self.holdout_per_language < 0:
-            raise ConfigError(f"holdout_per_language must be an integer >= 0; got "
-                              f"{self.holdout_per_language!r}")
-        n = self.pairs_per_language
-        if n is not None and (isinstance(n, bool) or not isinstance(n, int)
-                              or n < MIN_PAIRS_PER_LANGUAGE):
-            raise ConfigError(f"pairs_per_language must be an integer >= "
-                              f"{MIN_PAIRS_PER_LANGUAGE} (or None / 'all' for every pair); "
-                              f"got {n!r}")
         if not self.languages:
             raise ConfigError("training data needs at least one language, e.g. ('de', 'zh')")
         langs = tuple(normalize_language(x) for x in self.languages)
@@ -190,6 +189,10 @@ class Workspace:
         force: redo finished runs instead of reusing them.
     """
 
+    _field_constraints: ClassVar[dict] = {"cache_dtype": [Options("float32", "float16")],
+                                           "batch_size": [Interval(int, 1, None)],
+                                           "force": [Boolean()]}
+
     data_dir: str | None = None
     cache_dir: str | None = None
     cache_dtype: str = "float32"
@@ -197,12 +200,7 @@ class Workspace:
     force: bool = False
 
     def __post_init__(self) -> None:
-        if isinstance(self.batch_size, bool) or not isinstance(self.batch_size, int) or \
-                self.batch_size < 1:
-            raise ConfigError(f"batch_size must be a positive integer; got {self.batch_size!r}")
-        if self.cache_dtype not in ("float32", "float16"):
-            raise ConfigError(f"cache_dtype must be 'float32' or 'float16'; got "
-                              f"{self.cache_dtype!r}")
+        check_fields(self)
 
 
 __all__ = ["DEFAULT_MAX_EVAL_ITEMS", "DEFAULT_PAIRS_PER_LANGUAGE", "DEFAULT_TRAIN_LANGUAGES",

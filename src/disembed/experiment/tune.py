@@ -39,7 +39,7 @@ import logging
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -54,6 +54,8 @@ from ..methods import Disentangler, load_disentangler, method_class, tuning_grid
 from ..provenance import environment
 from ..reports.tune_report import render_tune
 from ..results import ExperimentResult, RunResult
+from ..util.constraints import Interval
+from ..util.fields import check_fields
 from ..util.files import atomic_write_text
 from ..util.jsonsafe import dumps_json
 from ..util.text import slug
@@ -62,6 +64,7 @@ from .run import RESULT_FILE, RunHooks, RunOutputs, run
 from .spec import (
     DEFAULT_PAIRS_PER_LANGUAGE,
     DEFAULT_TRAIN_LANGUAGES,
+    MIN_PAIRS_PER_LANGUAGE,
     RunSpec,
     TrainingData,
     Workspace,
@@ -89,6 +92,11 @@ class TuneConfig:
     """What ``tune`` fits and where it holds pairs out; ``grids`` overrides each method's
     own grid (its recipe's ``hpo_default``, :func:`~disembed.methods.tuning_grid`)."""
 
+    #: held-out pairs per language to score candidates on: as many as a training language
+    #: needs at least
+    _field_constraints: ClassVar[dict] = {
+        "holdout_per_language": [Interval(int, MIN_PAIRS_PER_LANGUAGE, None)]}
+
     encoder: str = DEFAULT_ENCODER
     methods: list[str] = field(default_factory=lambda: list(DEFAULT_TUNE_METHODS))
     languages: list[str] = field(default_factory=lambda: list(DEFAULT_TRAIN_LANGUAGES))
@@ -107,9 +115,7 @@ class TuneConfig:
             if unknown:
                 raise ConfigError(f"the grid for {name} names {unknown}, which it does not take; "
                                   f"its hyperparameters: {', '.join(accepted)}")
-        if self.holdout_per_language < 20:
-            raise ConfigError(f"holdout_per_language must be >= 20 pairs to score candidates "
-                              f"on; got {self.holdout_per_language}")
+        check_fields(self)
         self.training_data()
 
     def grid(self, method: str) -> dict[str, list]:

@@ -15,18 +15,50 @@ arrays are not part of the JSON (they go to ``items.npz`` beside ``result.json``
 
 from __future__ import annotations
 
+import io
 import json
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from .evaluation.task_scores import TaskScores
-from .exceptions import CheckpointError
-from .util.files import atomic_write_text
-from .util.jsonsafe import dumps_json
+from .exceptions import CheckpointError, ConfigError
+from .util.files import atomic_write_bytes
+from .util.jsonsafe import write_json
 
 #: The format written by this version. 1: disembed 0.1 files (no ``format_version`` key).
 RESULT_FORMAT = 2
+
+
+#: a run folder's result and its per-item scores (:meth:`RunResult.save`)
+RESULT_FILE = "result.json"
+ITEMS_FILE = "items.npz"
+_SEP = "|"
+
+
+def save_items(scores: list[TaskScores], path: str | Path) -> Path:
+    """Write the per-item arrays of every ``TaskScores`` in ``scores`` to one ``.npz``."""
+    arrays = {_SEP.join((s.task, *key)): np.asarray(arr) for s in scores
+              for key, arr in s.per_item.items()}
+    buffer = io.BytesIO()
+    np.savez_compressed(buffer, **arrays)
+    atomic_write_bytes(Path(path), [buffer.getvalue()])
+    return Path(path)
+
+
+def attach_items(scores: list[TaskScores], path: str | Path) -> list[TaskScores]:
+    """Fill ``per_item`` of each ``TaskScores`` from an ``.npz`` written by :func:`save_items`."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"no per-item scores at {path}; re-run the evaluation with a "
+                          "disembed that writes items.npz (or run 'disembed analyse')")
+    with np.load(path) as data:
+        for s in scores:
+            s.per_item = {tuple(k.split(_SEP)[1:]): data[k] for k in data.files
+                          if k.split(_SEP, 1)[0] == s.task}
+    return scores
 
 
 def _read_json(path: str | Path, what: str) -> dict:
@@ -111,10 +143,25 @@ class RunResult:
 
     def to_json(self, path: str | Path | None = None) -> str:
         """Strict JSON text; also written atomically to ``path`` when given."""
-        text = dumps_json(self.to_dict())
-        if path is not None:
-            atomic_write_text(path, text + "\n")
-        return text
+        return write_json(self.to_dict(), path)
+
+    def save(self, run_dir: str | Path) -> Path:
+        """The whole result into ``run_dir``: the per-item scores (``items.npz``) first,
+        then ``result.json``, so a folder with a ``result.json`` is complete."""
+        run_dir = Path(run_dir)
+        save_items(self.scores, run_dir / ITEMS_FILE)
+        self.to_json(run_dir / RESULT_FILE)
+        return run_dir
+
+    @classmethod
+    def load(cls, run_dir: str | Path) -> "RunResult":
+        """A result saved by :meth:`save`, its per-item scores attached when present (a
+        folder written before ``items.npz`` existed has none)."""
+        run_dir = Path(run_dir)
+        result = cls.from_json(run_dir / RESULT_FILE)
+        if (run_dir / ITEMS_FILE).is_file():
+            attach_items(result.scores, run_dir / ITEMS_FILE)
+        return result
 
     @classmethod
     def from_json(cls, path: str | Path) -> "RunResult":
@@ -171,10 +218,7 @@ class ExperimentResult:
             raise CheckpointError(f"{source}: not a disembed experiment result ({exc})") from None
 
     def to_json(self, path: str | Path | None = None) -> str:
-        text = dumps_json(self.to_dict())
-        if path is not None:
-            atomic_write_text(path, text + "\n")
-        return text
+        return write_json(self.to_dict(), path)
 
     @classmethod
     def from_json(cls, path: str | Path) -> "ExperimentResult":
@@ -182,4 +226,5 @@ class ExperimentResult:
         return cls.from_dict(_read_json(path, "experiment result"), str(path))
 
 
-__all__ = ["RESULT_FORMAT", "ExperimentResult", "RunResult"]
+__all__ = ["ITEMS_FILE", "RESULT_FILE", "RESULT_FORMAT", "ExperimentResult", "RunResult",
+           "attach_items", "save_items"]

@@ -15,8 +15,7 @@ from typing import Any
 import numpy as np
 
 from ..exceptions import ConfigError
-from ..util.files import atomic_write_text
-from ..util.jsonsafe import dumps_json, json_safe
+from ..util.jsonsafe import json_safe, write_json
 
 AVERAGE_PREFIX = "avg:"
 
@@ -127,10 +126,7 @@ class TaskScores:
 
     def to_json(self, path: str | Path | None = None) -> str:
         """Strict JSON text (non-finite as ``null``); also written atomically to ``path``."""
-        text = dumps_json(self.to_dict())
-        if path is not None:
-            atomic_write_text(path, text + "\n")
-        return text
+        return write_json(self.to_dict(), path)
 
     @classmethod
     def from_json(cls, path: str | Path) -> TaskScores:

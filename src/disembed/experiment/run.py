@@ -19,13 +19,12 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..analysis.items import ITEMS_FILE, attach_items, save_items
 from ..encoders import Encoder
 from ..evaluation import Task, TaskScores
 from ..exceptions import ConfigError
 from ..methods import Disentangler
 from ..provenance import environment
-from ..results import RunResult
+from ..results import RESULT_FILE, RunResult
 from ..saved_model import ModelMetadata, SavedModel
 from .params import build_method
 from .spec import RunSpec, Workspace
@@ -38,7 +37,6 @@ from .steps import (
 
 logger = logging.getLogger(__name__)
 
-RESULT_FILE = "result.json"
 
 
 @dataclass
@@ -150,7 +148,7 @@ def _finished(run_dir: Path, fingerprint: str, encoder: Encoder,
     path = run_dir / RESULT_FILE
     if not path.is_file():
         return None
-    previous = RunResult.from_json(path)
+    previous = RunResult.load(run_dir)
     if previous.fingerprint != fingerprint or previous.encoder != encoder.identity.to_dict():
         return None
     saved = (previous.training.get("data") or {}).get("digest")
@@ -158,8 +156,6 @@ def _finished(run_dir: Path, fingerprint: str, encoder: Encoder,
         logger.info("%s: the training pairs changed since %s; running again", previous.label,
                     path)
         return None
-    if (run_dir / ITEMS_FILE).is_file():
-        attach_items(previous.scores, run_dir / ITEMS_FILE)
     logger.info("%s: reusing finished run %s", previous.label, path)
     return previous
 
@@ -204,8 +200,7 @@ def _save(result: RunResult, model: Disentangler, spec: RunSpec, encoder: Encode
                              encoder=encoder.identity, training=result.training.get("data"))
         model.save(model_path, metadata=meta.to_dict())
     if outputs.run_dir is not None:
-        save_items(result.scores, Path(outputs.run_dir) / ITEMS_FILE)
-        result.to_json(Path(outputs.run_dir) / RESULT_FILE)
+        result.save(outputs.run_dir)
 
 
 __all__ = ["RESULT_FILE", "RunHooks", "RunOutputs", "run"]

@@ -53,14 +53,14 @@ from ..exceptions import ConfigError
 from ..methods import Disentangler, load_disentangler, method_class, tuning_grid
 from ..provenance import environment
 from ..reports.tune_report import render_tune
-from ..results import ExperimentResult, RunResult
+from ..results import RESULT_FILE, ExperimentResult, RunResult
 from ..util.constraints import Interval
 from ..util.fields import check_fields
 from ..util.files import atomic_write_text
 from ..util.jsonsafe import dumps_json
 from ..util.text import slug
 from .params import DEFAULT_TUNE_METHODS
-from .run import RESULT_FILE, RunHooks, RunOutputs, run
+from .run import RunHooks, RunOutputs, run
 from .spec import (
     DEFAULT_PAIRS_PER_LANGUAGE,
     DEFAULT_TRAIN_LANGUAGES,

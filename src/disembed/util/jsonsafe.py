@@ -11,6 +11,8 @@ import math
 from pathlib import Path
 from typing import Any
 
+from .files import atomic_write_text
+
 
 def json_safe(obj: Any) -> Any:
     """``obj`` with non-finite floats as ``None``, numpy scalars/arrays as Python values,
@@ -31,3 +33,12 @@ def json_safe(obj: Any) -> Any:
 def dumps_json(obj: Any, *, indent: int | None = 2) -> str:
     """Strict JSON text of ``json_safe(obj)`` (keys sorted, no NaN literals)."""
     return json.dumps(json_safe(obj), indent=indent, sort_keys=True, allow_nan=False)
+
+
+def write_json(obj: Any, path: str | Path | None = None) -> str:
+    """Strict JSON text of ``obj`` (:func:`dumps_json`); also written atomically to ``path``
+    when given. What every result type's ``to_json`` is."""
+    text = dumps_json(obj)
+    if path is not None:
+        atomic_write_text(path, text + "\n")
+    return text

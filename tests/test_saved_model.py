@@ -74,3 +74,18 @@ def test_a_bfloat16_model_opens_in_float32_with_a_warning_and_nothing_else_does(
                                                        dim=16), dim=16)
     with pytest.raises(ConfigError, match="was trained on encoder e5-small"):
         saved.check_encoder(query)
+
+
+def test_evaluate_opens_a_saved_model_as_serve_does(tmp_path, full_data_dir):
+    """The run (``disembed evaluate --model``) asks SavedModel too: a model whose recorded
+    spec no longer gives its encoder is evaluated on the encoder rebuilt from its identity,
+    as serve does, instead of being refused."""
+    from disembed.experiment import RunSpec, Workspace, run
+    from disembed.serving.loading import load_service
+
+    salted = HashEncoder(16, salt="abc")
+    path = _save(tmp_path, salted, encoder=salted.identity.to_dict(), encoder_spec="hash:16")
+    result = run(RunSpec(model_dir=str(path), encoder=None, tasks=("sts17",)),
+                 Workspace(data_dir=str(full_data_dir), cache_dir=str(tmp_path / "cache")))
+    assert result.encoder == salted.identity.to_dict()
+    assert load_service(path, use_cache=False).encoder.identity == salted.identity

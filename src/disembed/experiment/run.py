@@ -85,10 +85,15 @@ def run(spec: RunSpec, workspace: Workspace = Workspace(), *,
     """
     hooks = hooks or RunHooks()
     tasks = spec.tasks
-    saved = SavedModel.load(spec.model_dir, spec.encoder) if spec.model_dir else None
+    saved = (SavedModel.load(spec.model_dir, spec.encoder, spec.encoder_options)
+             if spec.model_dir else None)
     unfitted = None if saved else build_method(spec.method, spec.params, seed=spec.seed)
     spec = _with_saved_model(spec, saved)
-    encoder = encoder or open_encoder(spec, workspace)
+    # a saved model's encoder is the one SavedModel chooses and checks (its documented
+    # rule); a truncated one is rebuilt from the spec and checked below
+    bare = saved.encoder if saved is not None and spec.truncate is None and encoder is None \
+        else None
+    encoder = encoder or open_encoder(spec, workspace, bare=bare)
     if saved is not None:
         saved.check_encoder(encoder, spec.encoder)
     fingerprint = spec.fingerprint()

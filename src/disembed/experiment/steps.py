@@ -34,11 +34,13 @@ from .tasks import build_tasks, kept_out_sets
 logger = logging.getLogger(__name__)
 
 
-def open_encoder(spec: RunSpec, workspace: Workspace = Workspace()) -> Encoder:
-    """The run's encoder behind the embedding cache, cut to ``spec.truncate`` dimensions
-    when asked."""
-    encoder = cached(load_encoder(spec.encoder, **spec.encoder_options), workspace.cache_dir,
-                     workspace.cache_dtype)
+def open_encoder(spec: RunSpec, workspace: Workspace = Workspace(), *,
+                 bare: Encoder | None = None) -> Encoder:
+    """The run's encoder (``bare`` when given, e.g. a saved model's, else built from
+    ``spec.encoder``) behind the embedding cache, cut to ``spec.truncate`` dimensions when
+    asked."""
+    bare = bare or load_encoder(spec.encoder, **spec.encoder_options)
+    encoder = cached(bare, workspace.cache_dir, workspace.cache_dtype)
     return TruncatedEncoder(encoder, spec.truncate) if spec.truncate else encoder
 
 

@@ -9,9 +9,13 @@ import pytest
 from disembed.cli import main
 from disembed.data.parallel import ParallelPairs
 from disembed.exceptions import ConfigError
+from disembed.experiment import TrainingData
 from disembed.experiment import tune as tune_module
 from disembed.experiment.tune import CRITERION, TuneConfig, choose, tune, validation_scores
 from disembed.methods import make_method
+
+#: 20 training and 20 held-out pairs per language
+SMALL = TrainingData(("de", "zh"), 20, holdout_per_language=20)
 
 
 @pytest.fixture
@@ -54,9 +58,7 @@ def test_version_4_measurements_are_recombined_not_refitted():
 
 def test_tune_fits_every_candidate_and_keeps_the_best(env):
     result = tune(TuneConfig(encoder="hash:16", methods=["baseline", "lir", "seed"],
-                             languages=["de", "zh"], pairs_per_language=20,
-                             holdout_per_language=20,
-                             grids={"seed": {"lr": [1e-3, 3e-3], "max_epochs": [2]}},
+                             data=SMALL, grids={"seed": {"lr": [1e-3, 3e-3], "max_epochs": [2]}},
                              out_dir=str(env / "tune")))
     labels = [r.label for r in result.runs]
     assert labels == ["baseline", "lir rank=1", "lir rank=2", "lir rank=4", "lir rank=8",
@@ -72,15 +74,13 @@ def test_tune_fits_every_candidate_and_keeps_the_best(env):
     assert chosen["lir"] == best.spec["params"]
     assert "(chosen)" in (env / "tune" / "tune.md").read_text()
     # a rerun reuses every finished candidate
-    again = tune(TuneConfig(encoder="hash:16", methods=["lir"], languages=["de", "zh"],
-                            pairs_per_language=20, holdout_per_language=20,
+    again = tune(TuneConfig(encoder="hash:16", methods=["lir"], data=SMALL,
                             out_dir=str(env / "tune")))
     assert [r.timings for r in again.runs] == [r.timings for r in result.runs[1:5]]
 
 
 def test_new_criteria_remeasure_saved_models_without_refitting(env, monkeypatch):
-    config = dict(encoder="hash:16", methods=["lir"], languages=["de", "zh"],
-                  pairs_per_language=20, holdout_per_language=20, grids={"lir": {"rank": [1]}},
+    config = dict(encoder="hash:16", methods=["lir"], data=SMALL, grids={"lir": {"rank": [1]}},
                   out_dir=str(env / "tune"))
     first = tune(TuneConfig(**config)).runs[0]
     monkeypatch.setattr(tune_module, "VALIDATION_VERSION", 99)

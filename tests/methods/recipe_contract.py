@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from disembed.encoders import HashEncoder
-from disembed.experiment import Workspace
+from disembed.experiment import TrainingData, Workspace
 from disembed.experiment.tune import TuneConfig, tune
 from disembed.methods import (
     Disentangler,
@@ -111,8 +111,8 @@ def check_tune(name: str, data_dir, tmp_path) -> None:
     own = tuning_grid(name)
     grid = {**{k: v[:1] for k, v in own.items()}, **{k: [v] for k, v in fast_params(
         name).items() if k not in own}}
-    result = tune(TuneConfig(encoder=f"hash:{DIM}", methods=[name], languages=["de", "zh"],
-                             pairs_per_language=20, holdout_per_language=20,
+    data = TrainingData(("de", "zh"), 20, holdout_per_language=20)
+    result = tune(TuneConfig(encoder=f"hash:{DIM}", methods=[name], data=data,
                              grids={name: grid}, out_dir=str(tmp_path / "tune"),
                              workspace=Workspace(data_dir=str(data_dir),
                                                  cache_dir=str(tmp_path / "cache"))))

@@ -202,7 +202,7 @@ ROWS = [
     ("tune-grid-wrong-param", "tune --encoder hash:8 --methods lir --grid "
      '{{"lir":{{"lr":[0.1]}}}}', 2, "names ['lr'], which it does not take"),
     ("tune-holdout-tiny", "tune --encoder hash:8 --holdout 5", 2,
-     "holdout_per_language must be an integer >= 20"),
+     "argument --holdout: expected a number of pairs per language >= 20, got '5'"),
     ("scale-size-0", "scale --encoder hash:8 --sizes 0", 2, "argument --sizes"),
     ("scale-unknown-method", "scale --encoder hash:8 --methods sed", 2, "Did you mean 'seed'"),
     ("scale-params-missing-file", "scale --encoder hash:8 --params {nodir}/p.json", 2,

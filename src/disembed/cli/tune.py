@@ -12,11 +12,12 @@ from __future__ import annotations
 import argparse
 import json
 
-from ..experiment import DEFAULT_PAIRS_PER_LANGUAGE, DEFAULT_TRAIN_LANGUAGES
+from ..experiment import DEFAULT_PAIRS_PER_LANGUAGE, DEFAULT_TRAIN_LANGUAGES, TrainingData
 from ..experiment.params import DEFAULT_TUNE_METHODS
 from ..experiment.tune import TuneConfig, tune
 from ..methods import tuning_grid
 from ..reports.tune_report import render_tune
+from ..util.fields import arg_type
 from .common import add_common, add_workspace_options, csv_list, pairs_or_all, workspace_from_args
 
 
@@ -29,7 +30,9 @@ def add_parser(verbs) -> None:
     p.add_argument("--pairs-per-language", type=pairs_or_all, default=DEFAULT_PAIRS_PER_LANGUAGE,
                    help="the training size the choice is for (default "
                         f"{DEFAULT_PAIRS_PER_LANGUAGE})")
-    p.add_argument("--holdout", type=int, default=300, metavar="N",
+    p.add_argument("--holdout", type=arg_type(TuneConfig, "data.holdout_per_language",
+                                              noun="a number of pairs per language"),
+                   default=300, metavar="N",
                    help="held-out validation pairs per language (default 300)")
     p.add_argument("--grid", type=json.loads, default={}, metavar="JSON",
                    help='override grids, e.g. \'{"seed": {"lr": [0.001, 0.003]}}\'; default: '
@@ -43,9 +46,9 @@ def add_parser(verbs) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    config = TuneConfig(encoder=args.encoder, methods=args.methods, languages=args.languages,
-                        pairs_per_language=args.pairs_per_language,
-                        holdout_per_language=args.holdout, grids=args.grid, seed=args.seed,
+    data = TrainingData(tuple(args.languages), args.pairs_per_language, seed=args.seed,
+                        holdout_per_language=args.holdout)
+    config = TuneConfig(encoder=args.encoder, methods=args.methods, data=data, grids=args.grid,
                         out_dir=args.out, workspace=workspace_from_args(args))
     print(render_tune(tune(config)))  # noqa: T201
     return 0

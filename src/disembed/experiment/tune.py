@@ -62,8 +62,6 @@ from ..util.text import slug
 from .params import DEFAULT_TUNE_METHODS
 from .run import RunHooks, RunOutputs, run
 from .spec import (
-    DEFAULT_PAIRS_PER_LANGUAGE,
-    DEFAULT_TRAIN_LANGUAGES,
     MIN_PAIRS_PER_LANGUAGE,
     RunSpec,
     TrainingData,
@@ -89,21 +87,20 @@ TIE_TOLERANCE = 0.001
 
 @dataclass
 class TuneConfig:
-    """What ``tune`` fits and where it holds pairs out; ``grids`` overrides each method's
-    own grid (its recipe's ``hpo_default``, :func:`~disembed.methods.tuning_grid`)."""
+    """What ``tune`` fits: ``methods`` on ``data`` (its pool, the size the choice is for and
+    the pairs held out to score candidates on; its seed is every candidate's seed);
+    ``grids`` overrides each method's own grid (its recipe's ``hpo_default``,
+    :func:`~disembed.methods.tuning_grid`)."""
 
     #: held-out pairs per language to score candidates on: as many as a training language
     #: needs at least
     _field_constraints: ClassVar[dict] = {
-        "holdout_per_language": [Interval(int, MIN_PAIRS_PER_LANGUAGE, None)]}
+        "data.holdout_per_language": [Interval(int, MIN_PAIRS_PER_LANGUAGE, None)]}
 
     encoder: str = DEFAULT_ENCODER
     methods: list[str] = field(default_factory=lambda: list(DEFAULT_TUNE_METHODS))
-    languages: list[str] = field(default_factory=lambda: list(DEFAULT_TRAIN_LANGUAGES))
-    pairs_per_language: int | None = DEFAULT_PAIRS_PER_LANGUAGE
-    holdout_per_language: int = 300
+    data: TrainingData = field(default_factory=lambda: TrainingData(holdout_per_language=300))
     grids: dict[str, dict[str, list]] = field(default_factory=dict)
-    seed: int = 0
     out_dir: str = "runs/tune"
     #: where it reads and writes (data, cache and its dtype, encoding batch size, force)
     workspace: Workspace = field(default_factory=Workspace)
@@ -116,14 +113,12 @@ class TuneConfig:
                 raise ConfigError(f"the grid for {name} names {unknown}, which it does not take; "
                                   f"its hyperparameters: {', '.join(accepted)}")
         check_fields(self)
-        self.training_data()
+        if self.data.pairs_file is not None:
+            raise ConfigError("tune holds pairs out of the pool; a pairs file has none to hold "
+                              "out (give languages instead)")
 
     def grid(self, method: str) -> dict[str, list]:
         return self.grids[method] if method in self.grids else tuning_grid(method)
-
-    def training_data(self) -> TrainingData:
-        return TrainingData(tuple(self.languages), self.pairs_per_language, seed=self.seed,
-                            holdout_per_language=self.holdout_per_language)
 
     def candidates(self, method: str) -> list[dict[str, Any]]:
         grid = self.grid(method)
@@ -169,7 +164,7 @@ def tune(config: TuneConfig) -> ExperimentResult:
     t0 = time.perf_counter()
     workspace = config.workspace
     encoder = open_encoder(RunSpec(encoder=config.encoder), workspace)
-    heldout = load_training_set(config.training_data(), DEFAULT_TASKS, workspace).heldout
+    heldout = load_training_set(config.data, DEFAULT_TASKS, workspace).heldout
     src, tgt = encoder.encode(heldout.src), encoder.encode(heldout.tgt)
     hooks = RunHooks(measure=lambda model, enc, scores: {"validation": validation_scores(
         model, src, tgt, heldout, qe_dev_score(model, enc, workspace.data_dir))})
@@ -194,10 +189,10 @@ def tune(config: TuneConfig) -> ExperimentResult:
 
 def _candidate(config: TuneConfig, method: str, params: dict, encoder: Encoder,
                workspace: Workspace, hooks: RunHooks, out: Path) -> RunResult:
-    data = config.training_data() if method_class(method).needs_data else None
+    data = config.data if method_class(method).needs_data else None
     label = f"{method} " + " ".join(f"{k}={v}" for k, v in params.items())
     spec = RunSpec(method=method, params=params, encoder=config.encoder, data=data, tasks=(),
-                   seed=config.seed, label=label.strip())
+                   seed=config.data.seed, label=label.strip())
     folder = out / slug(method) / (slug("_".join(f"{k}-{v}" for k, v in params.items()))
                                    or "default")
     result = run(spec, workspace, outputs=RunOutputs(run_dir=folder), encoder=encoder,

@@ -29,10 +29,11 @@ def _default_line(ex: dict) -> str:
 def render_tune(result: ExperimentResult) -> str:
     """The table of candidates per method, best first, the chosen one in bold."""
     cfg, ex = result.config, result.extras
+    data = cfg.get("data") or cfg  # a tune.json before TuneConfig held its TrainingData
     lines = ["# disembed tune", "",
              f"Encoder `{cfg['encoder']}`; training pairs per language: "
-             f"{cfg['pairs_per_language'] or 'all'}; held-out validation pairs: "
-             f"{ex['validation_pairs']} ({cfg['holdout_per_language']} per language, never "
+             f"{data['pairs_per_language'] or 'all'}; held-out validation pairs: "
+             f"{ex['validation_pairs']} ({data['holdout_per_language']} per language, never "
              "trained on, disjoint from every evaluation set). Criterion: "
              f"`{ex['criterion']}`, the mean of xx↔en retrieval (each held-out sentence must "
              "find its translation among the held-out sentences of its language pair: the "

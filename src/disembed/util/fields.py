@@ -67,7 +67,9 @@ def check_fields(obj: Any) -> None:
     its constraints: what was given, what is accepted."""
     owner = type(obj).__name__
     for name, constraints in declared(type(obj)).items():
-        value = getattr(obj, name)
+        value = obj
+        for part in name.split("."):  # "data.holdout_per_language": a held config's field
+            value = getattr(value, part)
         if not _accepted(value, constraints):
             raise ConfigError(f"{owner}: {name} must be {plain(constraints)}; got {value!r} "
                               f"({type(value).__name__}). Fix the value of {name!r}")

@@ -50,10 +50,11 @@ from ..evaluation import DEFAULT_TASKS
 from ..evaluation.metrics import pooled_retrieval_accuracy, retrieval_accuracy
 from ..evaluation.qe import WMT20QETask
 from ..exceptions import ConfigError
-from ..methods import Disentangler, load_disentangler, method_class, tuning_grid
+from ..methods import Disentangler, method_class, tuning_grid
 from ..provenance import environment
 from ..reports.tune_report import render_tune
 from ..results import RESULT_FILE, ExperimentResult, RunResult
+from ..saved_model import SavedModel
 from ..util.constraints import Interval
 from ..util.fields import check_fields
 from ..util.files import atomic_write_text
@@ -200,7 +201,7 @@ def _candidate(config: TuneConfig, method: str, params: dict, encoder: Encoder,
     if upgrade_measurement(result.measurements.get("validation", {})):
         result.to_json(folder / RESULT_FILE)
     elif result.measurements.get("validation", {}).get("version") != VALIDATION_VERSION:
-        model = load_disentangler(folder / "model")  # finished under older criteria
+        model = SavedModel.load(folder / "model").disentangler  # finished under older criteria
         result.measurements = hooks.measure(model, encoder, result.scores)
         result.to_json(folder / RESULT_FILE)
     return result

@@ -36,7 +36,7 @@ def test_tatoeba_missing_language_and_misaligned_files(tatoeba_dir):
     with pytest.raises(DataError, match=r"tatoeba\.deu-eng\.deu has 2 lines"):
         load_tatoeba("de", tatoeba_dir)
     (tatoeba_dir / "empty").mkdir()
-    with pytest.raises(ConfigError, match=r"expected the folder .*empty/tatoeba"):
+    with pytest.raises(ConfigError, match=r"Tatoeba \(the folder tatoeba/\): not found; looked in .*empty\. Fetch"):
         available_tatoeba_languages(tatoeba_dir / "empty")
 
 
@@ -56,7 +56,8 @@ def test_sts17_loads_and_reports_bad_rows(tmp_path):
     _write(tmp_path / "sts17" / "en-ar.tsv", [header, "A.\tB.\tfive"])
     with pytest.raises(DataError, match=r"en-ar\.tsv:2: column 'score' holds 'five'"):
         load_sts17("en-ar", tmp_path)
-    with pytest.raises(ConfigError, match=r"es-en\.tsv, which does not exist"):
+    with pytest.raises(ConfigError, match=r"the file es-en\.tsv\): not found; looked in .*sts17\. Fetch "
+                       r"it with 'disembed data download sts17'"):
         load_sts17("es-en", tmp_path)
     with pytest.raises(ConfigError, match="Unknown STS17 track"):
         load_sts17("de-de", tmp_path)
@@ -75,7 +76,8 @@ def test_wmt20_qe_both_layouts(tmp_path):
     t21 = load_wmt20_qe("km-en", split="test21", data_dir=tmp_path)
     assert t21.src_lang == "km" and t21.z_mean.tolist() == [-1.5]
     assert available_qe_pairs("test21", tmp_path) == ["km-en"]
-    with pytest.raises(ConfigError, match=r"test/en-de\.tsv, which does not exist"):
+    with pytest.raises(ConfigError, match=r"the file en-de\.tsv\): not found; looked in "
+                       r".*wmt20_mlqe/test\. Fetch it with 'disembed data download wmt20-qe'"):
         load_wmt20_qe("en-de", data_dir=tmp_path)
     with pytest.raises(ConfigError, match="Unknown WMT QE split"):
         load_wmt20_qe("en-de", split="test20", data_dir=tmp_path)

@@ -52,11 +52,17 @@ def resolve_data_dir(data_dir: str | os.PathLike | None = None) -> Path:
     )
 
 
-def require_file(path: Path, what: str) -> Path:
+def missing_data(what: str, looked_in: str | os.PathLike, data_set: str) -> ConfigError:
+    """The error for data that is not where it was looked for: what is missing, the path
+    looked in, and the two fixes (download that set, or point at a copy that has it)."""
+    return ConfigError(
+        f"{what}: not found; looked in {Path(looked_in).resolve()}. Fetch it with "
+        f"'disembed data download {data_set}' (add --data-dir DIR to install it elsewhere), or "
+        f"pass --data-dir DIR / set ${ENV_VAR} to a folder that already holds it."
+    )
+
+
+def require_file(path: Path, what: str, data_set: str = "") -> Path:
     if not path.is_file():
-        raise ConfigError(
-            f"{what}: expected the file {path}, which does not exist. Check --data-dir / "
-            f"${ENV_VAR} (it should point at the folder that holds the benchmark folders), "
-            "or fetch it with 'disembed data download'."
-        )
+        raise missing_data(f"{what} (the file {path.name})", path.parent, data_set)
     return path

@@ -93,7 +93,8 @@ def load_sts17(track: str, data_dir: str | os.PathLike | None = None) -> STSSet:
     if track not in STS17_TRACKS:
         raise ConfigError(f"Unknown STS17 track {track!r}; known tracks: {', '.join(STS17_TRACKS)}")
     lang1, lang2 = track_languages(track)
-    path = require_file(resolve_data_dir(data_dir) / FOLDER / f"{track}.tsv", f"STS17 {track}")
+    path = require_file(resolve_data_dir(data_dir) / FOLDER / f"{track}.tsv", f"STS17 {track}",
+                        "sts17")
     rows, _ = read_tsv(path, ["sentence1", "sentence2", "score"])
     gold = parse_floats([r["score"] for r in rows], path, "score")
     logger.debug("STS17 %s: %d pairs from %s", track, len(rows), path)

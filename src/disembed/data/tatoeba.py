@@ -24,7 +24,7 @@ from pathlib import Path
 from ..exceptions import ConfigError
 from .io import read_aligned
 from .languages import normalize_language, to_iso3
-from .paths import require_file, resolve_data_dir
+from .paths import missing_data, require_file, resolve_data_dir
 
 logger = logging.getLogger(__name__)
 
@@ -49,10 +49,7 @@ def _file_codes(data_dir: Path) -> dict[str, str]:
     """canonical code -> Tatoeba file code, for every ``<xxx>-eng`` pair in the folder."""
     folder = data_dir / FOLDER
     if not folder.is_dir():
-        raise ConfigError(
-            f"Tatoeba: expected the folder {folder}, which does not exist. Point --data-dir / "
-            "$DISEMBED_DATA_DIR at the folder that holds tatoeba/."
-        )
+        raise missing_data("Tatoeba (the folder tatoeba/)", data_dir, "tatoeba")
     codes: dict[str, str] = {}
     for name in sorted(os.listdir(folder)):
         match = _FILE.match(name)
@@ -97,8 +94,9 @@ def load_tatoeba(lang: str, data_dir: str | os.PathLike | None = None) -> Tatoeb
                 f"Available: {', '.join(sorted(codes))}"
             )
         code = codes[canonical]
-    src = require_file(folder / f"tatoeba.{code}-eng.{code}", f"Tatoeba {canonical}")
-    eng = require_file(folder / f"tatoeba.{code}-eng.eng", f"Tatoeba {canonical} (English side)")
+    src = require_file(folder / f"tatoeba.{code}-eng.{code}", f"Tatoeba {canonical}", "tatoeba")
+    eng = require_file(folder / f"tatoeba.{code}-eng.eng", f"Tatoeba {canonical} (English side)",
+                       "tatoeba")
     source, english, _ = read_aligned(src, eng)
     logger.debug("Tatoeba %s: %d pairs from %s", canonical, len(source), src)
     return TatoebaSet(lang=canonical, file_code=code, source=source, english=english)

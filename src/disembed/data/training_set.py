@@ -29,7 +29,7 @@ from ..registry import Registry
 from .io import read_tsv
 from .languages import normalize_language, to_iso3
 from .parallel import ParallelPairs
-from .paths import resolve_data_dir
+from .paths import missing_data, resolve_data_dir
 
 logger = logging.getLogger(__name__)
 
@@ -150,7 +150,8 @@ def build_training_set(
     root = resolve_data_dir(data_dir)
     parallel = root / "parallel"
     if not parallel.is_dir():
-        raise ConfigError(f"{parallel} does not exist; --data-dir must hold a parallel/ folder")
+        raise missing_data("the parallel training data (the folder parallel/)", root,
+                           "parallel-multi30k parallel-flores-v1")
     sources = list(sources or SOURCES)
     unknown = [s for s in sources if s not in SOURCES]
     if unknown:

@@ -63,6 +63,11 @@ def pair_languages(pair: str) -> tuple[str, str]:
     return normalize_language(parts[0]), normalize_language(parts[1])
 
 
+def qe_data_set(split: str) -> str:
+    """The ``disembed data download`` set that installs ``split``."""
+    return {"test": "wmt20-qe", "test21": "wmt21-qe"}.get(split, "wmt20-qe-traindev")
+
+
 def available_qe_pairs(split: str = "test", data_dir: str | os.PathLike | None = None) -> list[str]:
     """Language pairs with a file in ``split``, sorted."""
     _check_split(split)
@@ -84,7 +89,8 @@ def load_wmt20_qe(
     _check_split(split)
     src_lang, tgt_lang = pair_languages(pair)
     path = require_file(
-        resolve_data_dir(data_dir) / FOLDER / split / f"{pair}.tsv", f"WMT QE {split} {pair}"
+        resolve_data_dir(data_dir) / FOLDER / split / f"{pair}.tsv", f"WMT QE {split} {pair}",
+        qe_data_set(split)
     )
     rows, _ = read_tsv(path, ["original", "translation", "z_mean"])
     z_mean = parse_floats([r["z_mean"] for r in rows], path, "z_mean")

@@ -15,7 +15,14 @@ from typing import Sequence
 import numpy as np
 
 from ..data.io import read_tsv
-from ..data.wmt20_qe import QE_SPLITS, WMT20_QE_PAIRS, available_qe_pairs, load_wmt20_qe
+from ..data.paths import missing_data, resolve_data_dir
+from ..data.wmt20_qe import (
+    QE_SPLITS,
+    WMT20_QE_PAIRS,
+    available_qe_pairs,
+    load_wmt20_qe,
+    qe_data_set,
+)
 from ..exceptions import ConfigError
 from .base import PairedSubset, Task, TaskMetadata
 from .metrics import correlation, paired_cosine
@@ -84,8 +91,10 @@ class WMT20QETask(Task):
         pairs = available if self.pairs is None else self.pairs
         missing = [p for p in pairs if p not in available]
         if missing or not pairs:
-            raise ConfigError(f"WMT QE {self.split}: no file for {missing or 'any pair'}; "
-                              f"available pairs: {available or 'none'} (check --data-dir)")
+            raise missing_data(f"WMT QE {self.split} file(s) for {missing or 'any pair'} "
+                               f"(present: {available or 'none'})",
+                               resolve_data_dir(self.data_dir) / "wmt20_mlqe" / self.split,
+                               qe_data_set(self.split))
         out = []
         for pair in pairs:
             d = load_wmt20_qe(pair, self.split, self.data_dir)

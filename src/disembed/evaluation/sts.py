@@ -16,6 +16,7 @@ from typing import Sequence
 import numpy as np
 
 from ..data.io import read_tsv
+from ..data.paths import missing_data, resolve_data_dir
 from ..data.sts17 import (
     STS17_CROSSLINGUAL,
     STS17_MONOLINGUAL,
@@ -88,9 +89,9 @@ class STS17Task(Task):
         available = available_sts17_tracks(self.data_dir)
         missing = [t for t in self.tracks if t not in available]
         if missing:
-            where = self.data_dir or "the data directory"
-            raise ConfigError(f"STS17 track file(s) missing for {missing} under "
-                              f"{where}/sts17; present: {available}")
+            raise missing_data(f"STS17 track file(s) for {missing} (present: "
+                               f"{available or 'none'})",
+                               resolve_data_dir(self.data_dir) / "sts17", "sts17")
         out = []
         for track in self.tracks:
             d = load_sts17(track, self.data_dir)

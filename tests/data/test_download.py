@@ -14,10 +14,12 @@ from pathlib import Path
 
 import pytest
 
+from disembed.data import download as download_module
 from disembed.data.builders import build
 from disembed.data.download import (
     CATALOG_PATH,
     MANIFEST_NAME,
+    DownloadFailures,
     data_status,
     download_sets,
     load_catalog,
@@ -31,11 +33,16 @@ def sha(data: bytes) -> str:
 
 
 class Files(BaseHTTPRequestHandler):
-    """Serves ``server.files`` with Range support; ``server.cut`` paths break their first reply."""
+    """Serves ``server.files`` with Range support; ``server.cut`` paths break their first reply;
+    ``server.flaky[path] = n`` answers 503 to the first ``n`` requests for ``path``."""
 
     def do_GET(self):  # noqa: N802 (http.server API)
         srv = self.server
         srv.log.append((self.path, self.headers.get("Range")))
+        if srv.flaky.get(self.path, 0) > 0:
+            srv.flaky[self.path] -= 1
+            self.send_error(503)
+            return
         data = srv.files.get(self.path)
         if data is None:
             self.send_error(404)
@@ -69,7 +76,7 @@ class Files(BaseHTTPRequestHandler):
 @pytest.fixture
 def server():
     srv = ThreadingHTTPServer(("127.0.0.1", 0), Files)
-    srv.files, srv.cut, srv.log, srv.ranges = {}, set(), [], True
+    srv.files, srv.cut, srv.log, srv.ranges, srv.flaky = {}, set(), [], True, {}
     thread = threading.Thread(target=srv.serve_forever, daemon=True)
     thread.start()
     srv.url = f"http://127.0.0.1:{srv.server_address[1]}"
@@ -200,7 +207,7 @@ def test_offline_error_names_the_file_its_url_and_the_manual_way(catalog, server
     server.shutdown()
     server.server_close()
     with pytest.raises(DownloadError) as err:
-        download_sets(["small"], tmp_path / "data", catalog=catalog, timeout=2)
+        download_sets(["small"], tmp_path / "data", catalog=catalog, timeout=2, backoff=0)
     msg = str(err.value)
     assert f"127.0.0.1:{port}/" in msg and "put it at" in msg and "--data-dir" in msg
     assert ".disembed-downloads" in msg
@@ -258,3 +265,105 @@ def test_cli_list_and_manual_set_error(tmp_path, capsys):
     assert "tatoeba" in out and "missing" in out and "parallel-wmt-newstest" in out
     assert main(["data", "download", "parallel-wmt-newstest", "--data-dir", str(tmp_path)]) == 2
     assert "cannot be downloaded automatically" in capsys.readouterr().err
+
+
+@pytest.fixture
+def waits(monkeypatch):
+    """The backoff waits, recorded instead of slept."""
+    slept: list[float] = []
+    monkeypatch.setattr(download_module, "_sleep", slept.append)
+    return slept
+
+
+def test_a_flaky_server_is_retried_with_exponential_backoff(catalog, server, tmp_path, waits):
+    server.flaky["/readme.txt"] = 2  # two 503s, then the file
+    [result] = download_sets(["small"], tmp_path / "data", catalog=catalog, backoff=0.5)
+    assert "small/README" in result.installed and not result.error
+    assert waits == [0.5, 1.0]
+    assert [p for p, _ in server.log].count("/readme.txt") == 3
+
+
+def test_retries_give_up_after_the_last_attempt_and_a_404_is_not_retried(catalog, server,
+                                                                          tmp_path, waits):
+    server.flaky["/readme.txt"] = 10
+    with pytest.raises(DownloadFailures, match="HTTP 503"):
+        download_sets(["small"], tmp_path / "data", catalog=catalog, attempts=3, backoff=1)
+    assert waits == [1, 2]
+    del server.files["/pack.tar.gz"]
+    server.flaky.clear()
+    waits.clear()
+    with pytest.raises(DownloadFailures, match="HTTP 404"):
+        download_sets(["small"], tmp_path / "data2", catalog=catalog, attempts=3)
+    assert waits == []  # a missing file does not come back by asking again
+
+
+def test_a_failed_set_does_not_stop_the_others_and_every_failure_is_reported(
+        catalog, server, tmp_path, waits):
+    catalog["sets"]["gone"] = {"folder": "gone", "sources": {"x": {
+        "url": server.url + "/missing.txt", "sha256": sha(b"x"), "size": 1}}, "files": {
+        "gone/x": {"build": {"kind": "copy", "source": "x"}, "sha256": sha(b"x"), "size": 1}}}
+    root = tmp_path / "data"
+    with pytest.raises(DownloadFailures) as err:
+        download_sets(["corrupt", "small", "gone"], root, catalog=catalog)
+    by_name = {r.name: r for r in err.value.results}
+    assert [r.name for r in err.value.results] == ["corrupt", "small", "gone"]
+    assert by_name["small"].installed and not by_name["small"].error  # went on after corrupt
+    assert "expected" in by_name["corrupt"].error and "HTTP 404" in by_name["gone"].error
+    msg = str(err.value)
+    assert msg.startswith("2 of 3 data sets failed (1 installed or already present)")
+    assert "  corrupt: " in msg and "  gone: " in msg
+    assert (root / "small/a.tsv").is_file() and not (root / "gone").exists()
+
+
+def test_nothing_is_written_when_every_file_is_present_and_verified(catalog, tmp_path):
+    root = tmp_path / "data"
+    download_sets(["small"], root, catalog=catalog)
+    (root / MANIFEST_NAME).unlink()  # a shared folder someone else filled
+    before = {p: p.stat().st_mtime_ns for p in root.rglob("*")}
+    [result] = download_sets(["small"], root, catalog=catalog)
+    assert result.installed == [] and result.already_present == 3
+    assert {p: p.stat().st_mtime_ns for p in root.rglob("*")} == before  # no manifest either
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only folders")
+def test_a_read_only_data_folder_that_holds_everything_works(catalog, tmp_path):
+    _read_only_case(catalog, tmp_path, lambda: None)
+
+
+def test_a_read_only_data_folder_that_holds_everything_works_as_root_too(catalog, tmp_path,
+                                                                        monkeypatch):
+    # root ignores permission bits, so the folder is made unwritable where disembed asks
+    _read_only_case(catalog, tmp_path, lambda: monkeypatch.setattr(
+        download_module.os, "access", lambda path, mode: False))
+
+
+def _read_only_case(catalog, tmp_path, make_unwritable):
+    root = tmp_path / "data"
+    download_sets(["small"], root, catalog=catalog)
+    (root / MANIFEST_NAME).unlink()
+    for p in [root, *root.rglob("*")]:
+        p.chmod(0o555 if p.is_dir() else 0o444)
+    make_unwritable()
+    try:
+        [ok] = download_sets(["small"], root, catalog=catalog)
+        assert ok.already_present == 3
+        with pytest.raises(DownloadFailures, match="corrupt: the data directory .* is not "
+                                                   "writable.*--data-dir"):
+            download_sets(["corrupt"], root, catalog=catalog)
+        assert not (root / MANIFEST_NAME).exists()
+    finally:
+        for p in [root, *root.rglob("*")]:
+            p.chmod(0o755 if p.is_dir() else 0o644)
+
+
+def test_cli_reports_the_sets_that_worked_and_exits_2_listing_every_failure(
+        catalog, tmp_path, monkeypatch, capsys):
+    from disembed.cli import main
+
+    real = download_module.load_catalog
+    monkeypatch.setattr(download_module, "load_catalog", lambda c=None: real(catalog))
+    code = main(["data", "download", "small", "corrupt", "--data-dir", str(tmp_path / "d")])
+    out, err = capsys.readouterr()
+    assert code == 2
+    assert "small: 3 files installed" in out
+    assert "1 of 2 data sets failed" in err and "corrupt:" in err

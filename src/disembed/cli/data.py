@@ -12,7 +12,13 @@ from __future__ import annotations
 
 import argparse
 
-from ..data.download import DEFAULT_SETS, data_status, download_sets, set_names
+from ..data.download import (
+    DEFAULT_SETS,
+    DownloadFailures,
+    data_status,
+    download_sets,
+    set_names,
+)
 from .common import add_common
 
 
@@ -40,12 +46,20 @@ def _size(n: int) -> str:
 
 
 def handle_download(args: argparse.Namespace) -> int:
-    results = download_sets(args.sets or None, args.data_dir, timeout=args.timeout,
-                            keep_downloads=args.keep_downloads)
+    try:
+        results = download_sets(args.sets or None, args.data_dir, timeout=args.timeout,
+                                keep_downloads=args.keep_downloads)
+    except DownloadFailures as failures:
+        _print_results([r for r in failures.results if not r.error])
+        raise  # every failure, listed, with exit 2
+    _print_results(results)
+    return 0
+
+
+def _print_results(results) -> None:
     for r in results:
         print(f"{r.name}: {len(r.installed)} files installed, {r.already_present} already "  # noqa: T201
               f"present, {_size(r.downloaded_bytes)} downloaded")
-    return 0
 
 
 def handle_list(args: argparse.Namespace) -> int:

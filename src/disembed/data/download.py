@@ -17,7 +17,10 @@ A download, per set:
    each is checked against its pin; only then is each renamed into place;
 4. the manifest ``<data>/disembed-data.json`` records what was installed and from where.
 
-Any failure leaves the data directory as it was (verified sources stay for resuming).
+A set whose files are all present and verified writes nothing (a shared or read-only data
+folder works as it is). A transfer that breaks is retried with exponential backoff; a set
+that still fails leaves the data directory as it was (verified sources stay for resuming)
+and the other sets go on: :class:`DownloadFailures` then lists every failure at the end.
 """
 
 from __future__ import annotations
@@ -108,6 +111,7 @@ class SetResult:
     installed: list[str] = field(default_factory=list)
     already_present: int = 0
     downloaded_bytes: int = 0
+    error: str = ""  # why the set could not be installed ("" = it was, or was present)
 
 
 def _present(root: Path, files: Mapping[str, Mapping]) -> set[str]:
@@ -123,7 +127,7 @@ def _source_path(root: Path, sid: str, src: Mapping) -> Path:
 
 
 def _fetch_sources(root: Path, name: str, sids: set[str], sources: Mapping,
-                   timeout: float, tofu: dict) -> tuple[dict[str, Path], int]:
+                   retry: "Retry", tofu: dict) -> tuple[dict[str, Path], int]:
     paths, fetched = {}, 0
     for sid in sorted(sids):
         src = sources[sid]
@@ -134,7 +138,7 @@ def _fetch_sources(root: Path, name: str, sids: set[str], sources: Mapping,
             continue
         logger.info("%s: downloading %s (%s bytes)", name, src["url"], src.get("size", "?"))
         try:
-            digest = download(src["url"], path, pin, timeout=timeout)
+            digest = retry.call(download, src["url"], path, pin)
         except DownloadError as exc:
             raise DownloadError(_manual_hint(name, src, path, exc)) from None
         if pin is None:
@@ -144,6 +148,46 @@ def _fetch_sources(root: Path, name: str, sids: set[str], sources: Mapping,
         paths[sid] = path
         fetched += path.stat().st_size
     return paths, fetched
+
+
+@dataclass(frozen=True)
+class Retry:
+    """How a transfer that breaks is tried again: ``attempts`` in all, waiting
+    ``backoff * 2**k`` seconds before try ``k + 2`` (resuming where the last one stopped)."""
+
+    timeout: float = 60.0
+    attempts: int = 4
+    backoff: float = 2.0
+
+    def call(self, fetch, url: str, path: Path, pin: str | None) -> str:
+        for k in range(self.attempts):
+            try:
+                return fetch(url, path, pin, timeout=self.timeout)
+            except DownloadError as exc:
+                if not exc.retryable or k + 1 == self.attempts:
+                    raise
+                wait = self.backoff * 2 ** k
+                logger.warning("%s (try %d of %d); trying again in %.0f s", exc, k + 1,
+                               self.attempts, wait)
+                _sleep(wait)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+
+_sleep = time.sleep  # replaced by tests
+
+
+class DownloadFailures(DownloadError):
+    """Some sets could not be installed; the others were. ``results`` holds one
+    :class:`SetResult` per set asked for, ``error`` set on those that failed."""
+
+    def __init__(self, results: list["SetResult"]) -> None:
+        failed = [r for r in results if r.error]
+        lines = "\n".join(f"  {r.name}: {r.error}" for r in failed)
+        done = len(results) - len(failed)
+        super().__init__(f"{len(failed)} of {len(results)} data sets failed ({done} installed "
+                         f"or already present); rerun the same command to retry them:\n{lines}",
+                         retryable=False)
+        self.results = results
 
 
 def _manual_hint(name: str, src: Mapping, path: Path, exc: Exception) -> str:
@@ -175,43 +219,68 @@ def _install(root: Path, name: str, todo: list[str], files: Mapping, paths: Mapp
 
 def download_sets(names: Sequence[str] | None = None, data_dir: str | os.PathLike | None = None,
                   *, catalog: str | os.PathLike | Mapping | None = None, timeout: float = 60.0,
-                  keep_downloads: bool = False) -> list[SetResult]:
-    """Download, verify and install data sets (default: :data:`DEFAULT_SETS`; ``["all"]``)."""
+                  keep_downloads: bool = False, attempts: int = 4,
+                  backoff: float = 2.0) -> list[SetResult]:
+    """Download, verify and install data sets (default: :data:`DEFAULT_SETS`; ``["all"]``).
+
+    Every set is tried even when an earlier one fails; a broken transfer is tried up to
+    ``attempts`` times with exponential ``backoff`` (seconds). Raises
+    :class:`DownloadFailures` at the end, listing every set that failed, if any did."""
     cat = load_catalog(catalog)
     root = download_dir(data_dir)
+    retry = Retry(timeout, attempts, backoff)
+    selected = _select(names, cat)
+    manifest = read_manifest(root) if root.is_dir() else {"format_version": 1}
+    results = []
+    try:
+        for name in selected:
+            try:
+                results.append(_download_set(root, name, cat["sets"][name], manifest, retry,
+                                             keep_downloads))
+            except (DataError, ConfigError, OSError) as exc:
+                logger.error("%s: %s", name, exc)
+                results.append(SetResult(name, error=str(exc)))
+    finally:
+        _remove_empty(root / DOWNLOADS)
+    if any(r.error for r in results):
+        raise DownloadFailures(results)
+    return results
+
+
+def _writable(root: Path) -> None:
+    """Create ``root`` if needed; refuse a folder we cannot write into (only asked when
+    something has to be installed)."""
     try:
         root.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise ConfigError(f"cannot create the data directory {root}: {exc}; pass --data-dir "
                           "with a writable folder") from None
     if not os.access(root, os.W_OK):
-        raise ConfigError(f"the data directory {root} is not writable; pass --data-dir with a "
-                          "writable folder")
-    manifest = read_manifest(root)
-    try:
-        return [_download_set(root, name, cat["sets"][name], manifest, timeout, keep_downloads)
-                for name in _select(names, cat)]
-    finally:
-        _remove_empty(root / DOWNLOADS)
+        raise ConfigError(f"the data directory {root} is not writable, and files are missing "
+                          "there; pass --data-dir with a writable folder (or ask its owner to "
+                          "run the download)")
 
 
-def _download_set(root: Path, name: str, entry: Mapping, manifest: dict, timeout: float,
+def _download_set(root: Path, name: str, entry: Mapping, manifest: dict, retry: Retry,
                   keep_downloads: bool) -> SetResult:
     """Download, verify and install one set; see the module docstring."""
     files = entry["files"]
-    present = _present(root, files)
+    present = _present(root, files) if root.is_dir() else set()
     result = SetResult(name, already_present=len(present))
     todo = [p for p in files if p not in present]
-    if todo:
-        tofu = manifest.setdefault("trusted_on_first_use", {})
-        sids = set().union(*(refs_of(files[p]["build"]) for p in todo))
-        paths, result.downloaded_bytes = _fetch_sources(root, name, sids, entry["sources"],
-                                                        timeout, tofu)
-        _install(root, name, todo, files, paths)
-        result.installed = todo
-        if not keep_downloads:
-            for path in paths.values():
-                path.unlink(missing_ok=True)
+    if not todo:  # everything there and verified: nothing is written
+        logger.info("%s: all %d files present and verified", name, len(files))
+        return result
+    _writable(root)
+    tofu = manifest.setdefault("trusted_on_first_use", {})
+    sids = set().union(*(refs_of(files[p]["build"]) for p in todo))
+    paths, result.downloaded_bytes = _fetch_sources(root, name, sids, entry["sources"], retry,
+                                                    tofu)
+    _install(root, name, todo, files, paths)
+    result.installed = todo
+    if not keep_downloads:
+        for path in paths.values():
+            path.unlink(missing_ok=True)
     manifest.setdefault("sets", {})[name] = _manifest_entry(entry, name)
     _write_manifest(root, manifest)
     logger.info("%s: %d files installed, %d already present", name, len(result.installed),

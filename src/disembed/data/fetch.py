@@ -26,7 +26,14 @@ USER_AGENT = "disembed-data-download (+https://pypi.org/project/disembed/)"
 
 
 class DownloadError(DataError):
-    """A file could not be fetched (network, HTTP status, interrupted transfer)."""
+    """A file could not be fetched (network, HTTP status, interrupted transfer).
+
+    ``retryable`` is False where asking again cannot help (an HTTP 4xx other than 408 and
+    429: the file is not there, or not for us)."""
+
+    def __init__(self, message: str, *, retryable: bool = True) -> None:
+        super().__init__(message)
+        self.retryable = retryable
 
 
 def file_sha256(path: str | os.PathLike, chunk: int = CHUNK) -> str:
@@ -71,7 +78,8 @@ def download(url: str, dest: str | os.PathLike, sha256: str | None, *,
         _transfer(url, part, start, timeout)
     except urllib.error.HTTPError as exc:
         if exc.code != 416 or not start:  # 416: the .part file already holds every byte
-            raise DownloadError(f"HTTP {exc.code} {exc.reason} for {url}") from None
+            raise DownloadError(f"HTTP {exc.code} {exc.reason} for {url}",
+                                retryable=exc.code >= 500 or exc.code in (408, 429)) from None
     except (urllib.error.URLError, OSError, http.client.HTTPException) as exc:
         have = part.stat().st_size if part.exists() else 0
         reason = getattr(exc, "reason", None) or exc

@@ -1,18 +1,30 @@
 """Progress reporting that follows the log level and can be switched off.
 
 The library never prints: progress bars go to stderr through tqdm only when the
-``disembed`` logger is at INFO or lower and ``DISEMBED_PROGRESS`` is not ``0``.
+``disembed`` logger is at INFO or lower and ``DISEMBED_PROGRESS`` is not ``0``. A finished
+bar stays as one summary line (count, time, rate).
+
+Work deeper than the bar's owner reports through :func:`advance`: a bar opened with
+:func:`reporting_to` receives it, so an encoder moves the bar after every batch it runs
+without the encoder protocol knowing about bars (``encode(texts, *, batch_size)`` stays as
+it is). Outside such a block :func:`advance` does nothing; the bar lives in a context
+variable, so threads (the service's workers) never see another thread's bar.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-from typing import Any
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any, Callable, Iterator
 
 from tqdm.auto import tqdm
 
 logger = logging.getLogger("disembed")
+
+_receiver: ContextVar[Callable[[float], Any] | None] = ContextVar("disembed_progress",
+                                                                  default=None)
 
 
 def progress_enabled() -> bool:
@@ -21,15 +33,34 @@ def progress_enabled() -> bool:
     return logger.getEffectiveLevel() <= logging.INFO
 
 
-def progress_bar(total: int | None, desc: str, unit: str = "it", **kwargs: Any):
+def progress_bar(total: int | None, desc: str, unit: str = "it", *, leave: bool = True,
+                 **kwargs: Any):
     """A tqdm bar (rate and ETA shown) or a silent stand-in with the same interface;
-    ``total=None`` gives an open-ended bar (a count and a rate, no ETA)."""
+    ``total=None`` gives an open-ended bar (a count and a rate, no ETA). A finished bar
+    stays as its summary line unless ``leave=False`` (bars nested in another's loop)."""
     return tqdm(
         total=total,
         desc=desc,
         unit=unit,
         disable=not progress_enabled(),
         dynamic_ncols=True,
-        leave=False,
+        leave=leave,
         **kwargs,
     )
+
+
+@contextmanager
+def reporting_to(bar) -> Iterator[None]:
+    """Within the block, :func:`advance` moves ``bar``."""
+    token = _receiver.set(bar.update)
+    try:
+        yield
+    finally:
+        _receiver.reset(token)
+
+
+def advance(n: float) -> None:
+    """``n`` more units of the current work are done (an encoder calls this per batch)."""
+    receiver = _receiver.get()
+    if receiver is not None:
+        receiver(n)

@@ -186,3 +186,22 @@ def test_sentence_transformers_export_loads_as_st(tmp_path, encoder, packed):
     cos = (st.encode(texts) * encoder.encode(texts)).sum(1)
     assert cos.min() > 0.9999, cos
     assert st.identity.backend != encoder.identity.backend
+
+
+def test_progress_moves_per_batch_in_sentences(encoder):
+    """A bar around encode() moves after every forward batch, counted in sentences (a long
+    text's windows add up to one sentence)."""
+    from disembed.progress import reporting_to
+
+    class Recorder:
+        def __init__(self):
+            self.steps = []
+
+        def update(self, n):
+            self.steps.append(n)
+
+    bar = Recorder()
+    texts = [f"sentence number {i}" for i in range(10)] + [" ".join(["word"] * 1200)]
+    with reporting_to(bar):
+        encoder.encode(texts, batch_size=4)
+    assert len(bar.steps) >= 3 and sum(bar.steps) == pytest.approx(len(texts))

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import sys
 from typing import Sequence
 
@@ -28,6 +27,7 @@ from . import (
     tune,
 )
 from .errors import ignore_file_size_signal, report
+from .output import verb_output
 
 VERBS = (data, prepare, encode, tune, train, evaluate, bench, scale, analyse, mine, score,
          search, export, serve, info)
@@ -59,11 +59,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     record_command(["disembed", *argv])
     _configure_logging(args.verbose, args.quiet)
-    if args.no_progress:
-        os.environ["DISEMBED_PROGRESS"] = "0"
     ignore_file_size_signal()
     try:
-        return int(args.handler(args) or 0)
+        with verb_output(quiet=args.quiet, no_progress=args.no_progress):
+            return int(args.handler(args) or 0)
     except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001 - every error ends here
         return report(args.verb, exc, args.verbose)
 

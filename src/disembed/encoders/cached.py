@@ -12,7 +12,7 @@ from typing import Sequence
 import numpy as np
 
 from ..exceptions import ConfigError
-from ..progress import progress_bar
+from ..progress import progress_bar, reporting_to
 from ..util.cache_dir import CACHE_ENV_VAR, default_cache_dir
 from ..util.files import AtomicFile, commit_together
 from .base import Encoder, check_batch_size, check_embeddings, check_texts
@@ -81,7 +81,8 @@ class CachedEncoder:
             return 0
         logger.info("%s: encoding %d new sentences (%d cached)", self.name, len(todo),
                     len(self.store))
-        with progress_bar(len(todo), desc or f"encode {self.name}", unit="sent") as bar:
+        bar = progress_bar(len(todo), desc or f"encode {self.name}", unit="sent")
+        with bar, reporting_to(bar):  # the encoder moves the bar after each of its batches
             for start in range(0, len(todo), self.chunk_size):
                 chunk = todo[start : start + self.chunk_size]
                 t0 = time.perf_counter()
@@ -90,7 +91,7 @@ class CachedEncoder:
                 self.stats.encode_seconds += time.perf_counter() - t0
                 self.stats.encoded += len(chunk)
                 self.store.put(chunk, vectors)
-                bar.update(len(chunk))
+                _settle(bar, start + len(chunk))
         return len(todo)
 
     def encode_to_file(self, texts: Sequence[str], path: str | os.PathLike,
@@ -127,6 +128,14 @@ class CachedEncoder:
                 sidecar.discard()
             raise
         return np.load(path, mmap_mode="r")
+
+
+def _settle(bar, done: int) -> None:
+    """Put ``bar`` at ``done``: an encoder that reports no batches (or reports windows of
+    long texts rather than sentences) still ends each stored chunk at the right count."""
+    if bar.n != done:
+        bar.n = done
+        bar.refresh()
 
 
 def cached(encoder: Encoder, cache_dir: str | os.PathLike | None = None,

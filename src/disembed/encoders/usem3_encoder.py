@@ -9,6 +9,7 @@ from typing import Sequence
 import numpy as np
 
 from ..exceptions import require
+from ..progress import advance
 from ..util.files import sha256_file
 from .base import EncoderIdentity, check_batch_size, check_texts
 from .plugin import EncoderPlugin
@@ -58,4 +59,5 @@ class USEM3Encoder(EncoderPlugin):
         for start in range(0, len(texts), batch_size):
             chunk = texts[start : start + batch_size]
             out[start : start + len(chunk)] = self._model.encode(chunk)
+            advance(len(chunk))
         return out

@@ -28,7 +28,7 @@ def bench_page(full_data_dir, tmp_path, monkeypatch):
 def test_report_html_is_self_contained(bench_page):
     html = bench_page.read_text(encoding="utf-8")
     assert "<title>disembed bench</title>" in html and "<table>" in html
-    assert html.count('src="data:image/png;base64,') == 1  # summary.png inlined
+    assert html.count('src="data:image/png;base64,') == 2  # summary.png, differences.png
     assert 'src="summary.png"' not in html and "## " not in html  # rendered, not raw markdown
     assert "Provenance" in html and "disembed bench --encoders hash:16" in html
 

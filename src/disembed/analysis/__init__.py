@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from .codeswitch import CodeSwitchTask, code_switch, load_dictionary
 from .geometry import GeometryRecorder, alignment, geometry, projection_panels, uniformity
-from .items import attach_items, compare_bench, save_items
+from .items import attach_items, compare_bench, compare_to_reference, save_items
 from .leakage import ProbeResult, language_id_probe
 from .significance import (
     Comparison,
@@ -20,6 +20,7 @@ from .significance import (
 
 __all__ = ["CodeSwitchTask", "Comparison", "GeometryRecorder", "PairedTest", "ProbeResult",
            "alignment", "attach_items", "code_switch", "compare_all", "compare_bench",
+           "compare_to_reference",
            "compare_scores", "geometry", "language_id_probe", "load_dictionary",
            "paired_bootstrap", "paired_permutation", "projection_panels", "save_items",
            "uniformity"]

@@ -18,6 +18,32 @@ from .significance import compare_all
 
 logger = logging.getLogger(__name__)
 
+def compare_to_reference(runs: list, reference: str, *, views: tuple[str, ...] = ("meaning",),
+                         n_resamples: int = 2000, seed: int = 0) -> list:
+    """Each run against the run of the same encoder whose method is ``reference`` (as ``b``):
+    the paired bootstrap interval of the difference of every task's main score, for each of
+    ``views``. ``runs``: ``RunResult`` objects whose scores carry ``per_item`` (a fresh run,
+    or one read back with :func:`attach_items`); a run without them is left out (logged)."""
+    by_encoder: dict[str, dict[str, list]] = {}
+    for r in runs:
+        if not all(s.per_item for s in r.scores):
+            logger.warning("%s has no per-item scores; left out of the comparison", r.label)
+            continue
+        by_encoder.setdefault(r.spec.get("encoder", ""), {})[r.method] = r
+    out = []
+    for methods in by_encoder.values():
+        ref = methods.get(reference)
+        if ref is None:
+            continue
+        for method, r in methods.items():
+            if method == reference:
+                continue
+            pair = compare_all({r.label: r.scores, ref.label: ref.scores}, views=views,
+                               n_resamples=n_resamples, seed=seed)
+            out += pair
+    return out
+
+
 def compare_bench(bench_dir: str | Path, *, n_resamples: int = 2000, seed: int = 0) -> list:
     """Paired tests between every two methods of each encoder in a bench output folder.
 
@@ -40,4 +66,4 @@ def compare_bench(bench_dir: str | Path, *, n_resamples: int = 2000, seed: int =
     return out
 
 
-__all__ = ["ITEMS_FILE", "attach_items", "compare_bench", "save_items"]
+__all__ = ["ITEMS_FILE", "attach_items", "compare_bench", "compare_to_reference", "save_items"]

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
+from pathlib import Path
 
 from ..evaluation import DEFAULT_TASKS
 from ..experiment import (
@@ -24,6 +26,7 @@ from ..experiment import (
     shared_overrides,
 )
 from ..reports.bench_report import render_bench
+from ..reports.mteb_results import write_mteb_results
 from .common import (
     add_common,
     add_training_path,
@@ -38,6 +41,7 @@ from .common import (
     workspace_from_args,
 )
 
+logger = logging.getLogger(__name__)
 
 def add_parser(verbs) -> None:
     p = verbs.add_parser("bench", help="train and evaluate every method (the main job)",
@@ -77,6 +81,9 @@ def add_parser(verbs) -> None:
     p.add_argument("--no-floor", action="store_true", help="skip the hash-encoder floor row")
     p.add_argument("--out", type=output_dir, default="runs/bench", help="output directory")
     p.add_argument("--force", action="store_true", help="redo finished runs")
+    p.add_argument("--format", choices=("md", "mteb"), default="md",
+                   help="md: results.md, report.html, plots (always written); mteb: also "
+                        "MTEB's result JSON per run and task under OUT/mteb/")
     add_training_path(p)
     add_common(p)
     add_workspace_options(p)
@@ -123,5 +130,9 @@ def handle(args: argparse.Namespace) -> int:
             methods),
         floor=not args.no_floor, out_dir=args.out,
         workspace=workspace_from_args(args, force=args.force))
-    print(render_bench(run_bench(config)))  # noqa: T201
+    result = run_bench(config)
+    if args.format == "mteb":
+        files = write_mteb_results(result, Path(args.out) / "mteb")
+        logger.info("MTEB result files: %d under %s", len(files), Path(args.out) / "mteb")
+    print(render_bench(result))  # noqa: T201
     return 0

@@ -14,15 +14,16 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from ..analysis.items import compare_to_reference
 from ..data.languages import normalize_language
 from ..encoders import DEFAULT_ENCODER
 from ..evaluation import DEFAULT_TASKS, EvalOptions
 from ..exceptions import ConfigError
 from ..methods import METHODS, method_class
 from ..provenance import environment
-from ..reports.bench_report import SUMMARY_PNG, render_bench
+from ..reports.bench_report import DIFFERENCES_PNG, SUMMARY_PNG, render_bench
 from ..reports.html import markdown_page
-from ..reports.plots import write_summary_plot
+from ..reports.plots import write_difference_plot, write_summary_plot
 from ..results import ExperimentResult
 from ..util.files import atomic_write_text
 from ..util.text import slug
@@ -52,6 +53,8 @@ DEFAULT_RECIPE_NOTE = (
     "(held-out pool pairs + WMT20 QE dev; language part within the 5% leakage limit); "
     "see docs/tuning.md")
 DEFAULT_METHODS = ("baseline", "mean-centering", DEFAULT_RECIPE)
+#: what every other method of a bench is compared with (paired bootstrap over test items)
+REFERENCE_METHOD = "mean-centering"
 FLOOR_ENCODER = "hash:64"
 
 
@@ -153,8 +156,10 @@ def run_bench(config: BenchConfig) -> ExperimentResult:
                "encode_seconds": sum(s.encode_seconds + s.lookup_seconds for s in stats),
                "sentences_encoded": sum(s.encoded for s in stats)}
     timings["encode_fraction"] = timings["encode_seconds"] / timings["total_seconds"]
+    comparisons = [c.to_dict() for c in compare_to_reference(runs, REFERENCE_METHOD,
+                                                             seed=config.seed)]
     result = ExperimentResult("bench", {**asdict(config), "notes": config.notes()}, runs,
-                              timings=timings, environment=environment())
+                              comparisons, timings=timings, environment=environment())
     write_bench(result, Path(config.out_dir))
     logger.info("bench done in %.0fs (%.0fs encoding); tables in %s", timings["total_seconds"],
                 timings["encode_seconds"], Path(config.out_dir) / "results.md")
@@ -166,7 +171,8 @@ def write_bench(result: ExperimentResult, out: Path) -> None:
     self-contained ``report.html``."""
     result.to_json(out / "bench.json")
     figure = write_summary_plot(result.runs, out / SUMMARY_PNG) is not None
-    text = render_bench(result, figure=figure)
+    differences = write_difference_plot(result.comparisons, out / DIFFERENCES_PNG) is not None
+    text = render_bench(result, figure=figure, differences=differences)
     atomic_write_text(out / "results.md", text)
     atomic_write_text(out / "report.html", markdown_page(text, title="disembed bench",
                                                          base_dir=out))

@@ -69,6 +69,58 @@ def _map_table(runs) -> str:
 
 
 SUMMARY_PNG = "summary.png"
+DIFFERENCES_PNG = "differences.png"
+
+
+def _x100(value: float) -> str:
+    return f"{100 * value:+.2f}"
+
+
+def _comparison_section(result: ExperimentResult, figure: bool) -> list[str]:
+    """Each method against the reference: the difference of the main score with its paired
+    bootstrap interval over the test items, and how many items it rests on."""
+    if not result.comparisons:
+        return []
+    rows = []
+    for c in result.comparisons:
+        b = c["bootstrap"]
+        excludes = b["ci_low"] > 0 or b["ci_high"] < 0
+        interval = f"[{_x100(b['ci_low'])}, {_x100(b['ci_high'])}]"
+        rows.append(f"| {c['task']} | {c['view']} | {c['a']} | {100 * b['score_a']:.1f} | "
+                    f"{100 * b['score_b']:.1f} | {_x100(b['delta'])} | "
+                    f"{'**' + interval + '**' if excludes else interval} | {b['n_items']} |")
+    ref = result.comparisons[0]["b"]
+    n = result.comparisons[0]["bootstrap"]["n_resamples"]
+    return ["## Against " + ref, "",
+            f"Each method minus {ref} on each task's main score (x100), with the 95% interval "
+            f"of a paired bootstrap over the test items ({n} resamples, stratified by "
+            "language, track or pair; one seed per method: the interval covers the test items, "
+            "not training seeds). Bold: the interval excludes 0 (no correction for the number "
+            "of comparisons).", "",
+            *([f"![differences against {ref}]({DIFFERENCES_PNG})", ""] if figure else []),
+            "| task | part | method | score | " + ref + " | difference | 95% interval | "
+            "items |", "|---|---|---|---:|---:|---:|---|---:|", *rows, ""]
+
+
+def _items_table(runs) -> list[str]:
+    """How many test items each task's scores rest on (the same for every run)."""
+    seen: dict[str, object] = {}
+    for r in runs:
+        for s in r.scores:
+            seen.setdefault(s.task, s)
+    if not seen:
+        return []
+    rows = [f"| {task} | {len(s.data_sizes)} | "
+            f"{sum(s.data_sizes.values()):,} | "
+            f"{min(s.data_sizes.values(), default=0)}-{max(s.data_sizes.values(), default=0)} |"
+            for task, s in seen.items()]
+    return ["## Test items", "",
+            "What each task evaluated, the same for every run: subsets (languages, tracks or "
+            "pairs) and items (translation pairs or sentence pairs) after the seeded "
+            "subsample. A main score averages some of these subsets; the items it rests on "
+            "are in the last column of the comparison above.", "",
+            "| task | subsets | items | items per subset |",
+            "|---|---:|---:|---|", *rows, ""]
 
 
 def _provenance(result: ExperimentResult) -> list[str]:
@@ -85,8 +137,10 @@ def _provenance(result: ExperimentResult) -> list[str]:
             *[f"| {k} | {v} |" for k, v in rows]]
 
 
-def render_bench(result: ExperimentResult, *, figure: bool = False) -> str:
-    """The report as markdown; ``figure``: reference ``summary.png`` (same folder)."""
+def render_bench(result: ExperimentResult, *, figure: bool = False,
+                 differences: bool = False) -> str:
+    """The report as markdown; ``figure`` / ``differences``: reference ``summary.png`` /
+    ``differences.png`` (same folder)."""
     cfg, env = result.config, result.environment
     flat = [(_label(r), s) for r in result.runs for s in r.scores]
     parts = [
@@ -108,6 +162,8 @@ def render_bench(result: ExperimentResult, *, figure: bool = False) -> str:
         "",
         summary_table(flat),
         "",
+        *_comparison_section(result, differences),
+        *_items_table(result.runs),
         "## Training data",
         "",
         _training_table(result.runs),

@@ -69,7 +69,7 @@ def plot_summary(results: Sequence[tuple[str, TaskScores]], path: str | Path) ->
         ax.set_yticks(range(len(labels)), labels, fontsize=8)
         ax.invert_yaxis()
         ax.axvline(0, color="black", linewidth=0.6)
-        ax.margins(x=0.15)  # room for the value labels
+        _room_for_labels(ax)
         ax.set_title(title or task, fontsize=9)
         ax.set_xlabel("score x100")
     handles = [plt.Rectangle((0, 0), 1, 1, color="C0"),
@@ -78,6 +78,54 @@ def plot_summary(results: Sequence[tuple[str, TaskScores]], path: str | Path) ->
                loc="lower center", ncol=2, fontsize=8)
     fig.tight_layout(rect=(0, 0.08, 1, 1))
     return save_png(fig, path)
+
+
+def _room_for_labels(ax) -> None:
+    """x limits with room on both sides for value labels outside the bars' ends (a label
+    of 100.0, or of a negative bar, is never cut off or drawn over the axis)."""
+    ends = [v for c in ax.containers for v in (r.get_x() + r.get_width() for r in c)] or [0]
+    low, high = min(0.0, *ends), max(0.0, *ends)
+    pad = 0.18 * max(high - low, 1.0)
+    ax.set_xlim(low - (pad if low < 0 else 0.02 * pad), high + pad)
+
+
+def plot_differences(comparisons: Sequence[dict], path: str | Path) -> Path:
+    """One panel per task: each method's difference to the reference (x100) as a point with
+    its 95% interval, and the zero line; differences of a few tenths stay visible (no bars
+    from zero on a 0-100 scale)."""
+    plt = pyplot("Plotting differences")
+    tasks = list(dict.fromkeys(c["task"] for c in comparisons))
+    methods = list(dict.fromkeys(c["a"] for c in comparisons))
+    fig, axes = plt.subplots(1, len(tasks), figsize=(3.8 * len(tasks), 0.45 * len(methods) + 1.8),
+                             squeeze=False, sharey=True)
+    for ax, task in zip(axes[0], tasks, strict=True):
+        for c in (c for c in comparisons if c["task"] == task):
+            b, y = c["bootstrap"], methods.index(c["a"])
+            delta, low, high = (100 * b[k] for k in ("delta", "ci_low", "ci_high"))
+            ax.errorbar(delta, y, xerr=[[delta - low], [high - delta]], fmt="o", capsize=3,
+                        color="C0" if low > 0 else ("C3" if high < 0 else "C7"))
+            ax.annotate(f"{delta:+.2f}", (delta, y), xytext=(0, 6),
+                        textcoords="offset points", ha="center", fontsize=7)
+        ax.axvline(0, color="black", linewidth=0.8)
+        ax.set_yticks(range(len(methods)), methods, fontsize=8)
+        ax.set_ylim(len(methods) - 0.5, -0.7)
+        ax.set_title(f"{task} ({comparisons[0]['view']})", fontsize=9)
+        ax.set_xlabel(f"minus {comparisons[0]['b'].split(' / ')[-1]} (x100)")
+    fig.tight_layout()
+    return save_png(fig, path)
+
+
+def write_difference_plot(comparisons: Sequence[dict], path: str | Path) -> Path | None:
+    """:func:`plot_differences` of the meaning-part comparisons, or ``None`` (none to draw,
+    or no matplotlib)."""
+    meaning = [c for c in comparisons if c["view"] == "meaning"]
+    if not meaning:
+        return None
+    try:
+        return plot_differences(meaning, path)
+    except MissingDependencyError as exc:
+        logger.info("no difference plot (%s)", exc)
+        return None
 
 
 def write_summary_plot(runs: Sequence[RunResult], path: str | Path) -> Path | None:

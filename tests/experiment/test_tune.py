@@ -105,7 +105,7 @@ def test_bench_params_file_applies_the_choice(env, capsys):
 
 
 def test_tune_rejects_a_grid_the_method_does_not_take():
-    with pytest.raises(ConfigError, match="does not take"):
+    with pytest.raises(ConfigError, match="lir takes no 'lr'"):
         TuneConfig(methods=["lir"], grids={"lir": {"lr": [1e-3]}})
 
 

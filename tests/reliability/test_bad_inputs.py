@@ -63,7 +63,7 @@ ROWS = [
     ("train-same-columns", "train --method seed --pairs {pairs} --src-col de --tgt-col de "
      "--out {out}/m --encoder hash:8", 2, "both 'de'"),
     ("train-columns-without-pairs", TRAIN_LANGS + " --src-col de", 2, "give --pairs too"),
-    ("train-batch-1", TRAIN_LANGS + " --train-batch-size 1", 2, "batch_size must be >= 2"),
+    ("train-batch-1", TRAIN_LANGS + " --train-batch-size 1", 2, "batch_size must be an integer in [2, inf)"),
     ("train-max-epochs-0", TRAIN_LANGS + " --max-epochs 0", 2, "expected a positive integer"),
     ("train-unknown-method", "train --method sed --languages de --out {out}/m", 2,
      "Did you mean 'seed'"),
@@ -200,7 +200,7 @@ ROWS = [
      "too few to hold out 100000"),
     ("tune-grid-not-json", "tune --encoder hash:8 --grid {{nope", 2, "argument --grid"),
     ("tune-grid-wrong-param", "tune --encoder hash:8 --methods lir --grid "
-     '{{"lir":{{"lr":[0.1]}}}}', 2, "names ['lr'], which it does not take"),
+     '{{"lir":{{"lr":[0.1]}}}}', 2, "lir takes no 'lr'"),
     ("tune-holdout-tiny", "tune --encoder hash:8 --holdout 5", 2,
      "argument --holdout: expected a number of pairs per language >= 20, got '5'"),
     ("scale-size-0", "scale --encoder hash:8 --sizes 0", 2, "argument --sizes"),

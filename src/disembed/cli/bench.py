@@ -13,6 +13,7 @@ import logging
 from pathlib import Path
 
 from ..evaluation import DEFAULT_TASKS
+from ..exceptions import ConfigError
 from ..experiment import (
     DEFAULT_MAX_EVAL_ITEMS,
     DEFAULT_METHODS,
@@ -22,6 +23,7 @@ from ..experiment import (
     DEFAULT_TRAIN_LANGUAGES,
     BenchConfig,
     all_methods,
+    check_method_params,
     run_bench,
     shared_overrides,
 )
@@ -102,6 +104,10 @@ def read_params(path: str) -> dict[str, dict]:
     if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
         raise argparse.ArgumentTypeError(f"{path}: expected {{method: {{param: value}}}}, as "
                                          "written by 'disembed tune'")
+    try:  # every method of the file, used by this run or not
+        check_method_params(data, path)
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
     return data
 
 

@@ -14,7 +14,13 @@ from .bench import (
     all_methods,
     run_bench,
 )
-from .params import build_method, method_params, shared_overrides
+from .params import (
+    build_method,
+    check_method_grids,
+    check_method_params,
+    method_params,
+    shared_overrides,
+)
 from .run import RunHooks, RunOutputs, run
 from .spec import (
     DEFAULT_MAX_EVAL_ITEMS,
@@ -37,6 +43,7 @@ __all__ = ["DEFAULT_MAX_EVAL_ITEMS", "DEFAULT_METHODS", "DEFAULT_PAIRS_PER_LANGU
            "DEFAULT_RECIPE", "DEFAULT_RECIPE_PARAMS",
            "DEFAULT_TRAIN_LANGUAGES", "BenchConfig", "RunHooks", "RunOutputs", "RunSpec",
            "TrainingData", "Workspace", "all_methods", "build_method", "build_tasks",
+           "check_method_grids", "check_method_params",
            "check_tasks", "embed_pairs", "evaluate", "fit_method",
            "kept_out_sets", "load_pairs", "method_params", "open_encoder",
            "run", "run_bench", "shared_overrides"]

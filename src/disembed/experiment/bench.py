@@ -27,7 +27,7 @@ from ..reports.plots import write_difference_plot, write_summary_plot
 from ..results import ExperimentResult
 from ..util.files import atomic_write_text
 from ..util.text import slug
-from .params import build_method
+from .params import build_method, check_method_params
 from .run import RunOutputs, run
 from .spec import (
     DEFAULT_MAX_EVAL_ITEMS,
@@ -95,6 +95,8 @@ class BenchConfig:
             raise ConfigError("bench needs at least one encoder, e.g. encoders=['e5-small']")
         self.methods = list(dict.fromkeys(
             m for name in self.methods for m in (all_methods() if name == "all" else [name])))
+        # every method's settings, named in self.methods or not: a typo is never dropped
+        check_method_params(self.method_params, "method_params")
         for name in self.methods:  # unknown names, parameters and settings: all now
             build_method(name, self.params_for(name), seed=self.seed)
         self.tasks = list(check_tasks(self.tasks))

@@ -60,7 +60,7 @@ from ..util.fields import check_fields
 from ..util.files import atomic_write_text
 from ..util.jsonsafe import dumps_json
 from ..util.text import slug
-from .params import DEFAULT_TUNE_METHODS
+from .params import DEFAULT_TUNE_METHODS, check_method_grids
 from .run import RunHooks, RunOutputs, run
 from .spec import (
     MIN_PAIRS_PER_LANGUAGE,
@@ -107,12 +107,9 @@ class TuneConfig:
     workspace: Workspace = field(default_factory=Workspace)
 
     def __post_init__(self) -> None:
+        check_method_grids(self.grids, "grid")  # every method given, tuned here or not
         for name in self.methods:
-            accepted = method_class(name).param_names()
-            unknown = sorted(set(self.grid(name)) - set(accepted))
-            if unknown:
-                raise ConfigError(f"the grid for {name} names {unknown}, which it does not take; "
-                                  f"its hyperparameters: {', '.join(accepted)}")
+            method_class(name)  # an unknown name: "did you mean"
         check_fields(self)
         if self.data.pairs_file is not None:
             raise ConfigError("tune holds pairs out of the pool; a pairs file has none to hold "

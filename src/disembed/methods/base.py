@@ -41,6 +41,7 @@ import numpy as np
 
 from ..data.languages import normalize_language
 from ..exceptions import CheckpointError, ConfigError, NonFiniteError, NotFittedError, ShapeError
+from ..util.constraints import Constraint, validate_params
 from ..util.files import atomic_write_bytes
 from .export_map import MeaningMap
 from .language_id import UNKNOWN, LanguageIdentifier, LanguagePrediction
@@ -148,6 +149,9 @@ class Disentangler(ABC):
     #: what ``disembed tune`` tries by default: hyperparameter -> values (pykeen's
     #: ``hpo_default``); empty: nothing to tune
     hpo_default: ClassVar[dict[str, list]] = {}
+    #: what each hyperparameter accepts (:mod:`disembed.util.constraints`), checked by
+    #: :meth:`check_params` for every method a config names, before anything runs
+    _parameter_constraints: ClassVar[dict[str, list[Constraint]]] = {}
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -182,6 +186,14 @@ class Disentangler(ABC):
         """Whether :meth:`fit` takes the keyword ``option`` (trained recipes take
         ``checkpoint_dir`` and ``on_epoch_end``; closed-form ones take neither)."""
         return option in inspect.signature(cls.fit).parameters
+
+    @classmethod
+    def check_params(cls, params: dict[str, Any], owner: str | None = None) -> None:
+        """Raise :class:`~disembed.exceptions.ConfigError` unless every key of ``params`` is a
+        hyperparameter of this method ("did you mean") and every value meets its declared
+        constraint (type and range)."""
+        validate_params(owner or cls.method or cls.__name__, params, cls.param_names(),
+                        cls._parameter_constraints)
 
     def get_params(self) -> dict[str, Any]:
         """Hyperparameters as given to ``__init__`` (JSON-safe)."""

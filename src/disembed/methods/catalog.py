@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from ..exceptions import CheckpointError
+from ..exceptions import CheckpointError, ConfigError
 from ..registry import Registry
 from . import aliases
 from .base import Disentangler, read_saved
@@ -61,7 +61,9 @@ def make_method(name: str, **params) -> Disentangler:
     """A new, unfitted method by name (``"seed"``, ``"mean-centering"``, ``"oracle+meat"``...);
     an alias's switched-on hyperparameters are defaults under ``params``."""
     cls, switched_on = aliases.resolve(METHODS, name)
-    return cls(**aliases.merge_params(name, switched_on, params))
+    params = aliases.merge_params(name, switched_on, params)
+    cls.check_params(params, owner=name)  # names ("did you mean"), types and ranges
+    return cls(**params)
 
 
 def identity_method() -> Disentangler:
@@ -93,7 +95,7 @@ def load_disentangler(directory: str | Path) -> Disentangler:
         params["unknown_language"] = "nearest"
     try:
         model = make_method(config["method"], **params)
-    except TypeError as exc:
+    except (TypeError, ConfigError) as exc:
         raise CheckpointError(f"{cfg_path}: its params do not fit {config['method']} "
                               f"({exc}); was it saved by another disembed version?") from None
     model.dim_ = config["dim"]

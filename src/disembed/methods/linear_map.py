@@ -44,6 +44,7 @@ import numpy as np
 import torch
 
 from ..exceptions import CheckpointError, ConfigError, DataError
+from ..util.constraints import SEED, Interval, Options
 from .base import Disentangler, Languages, as_language_array
 from .export_map import MeaningMap, affine, identity_layer
 
@@ -138,6 +139,15 @@ class LinearMap(Disentangler):
     method = "linear-map"
     has_language = False
     uses_language = True
+
+    _parameter_constraints = {
+        "solver": [Options(*SOLVERS)],
+        "heldout_fraction": [Interval(float, 0, 0.5, closed="left")],
+        "steps": [Interval(int, 1, None)],
+        "lr": [Interval(float, 0, None, closed="neither")],
+        "seed": [SEED],
+        "ridge": [Interval(float, 0, None)],
+    }
 
     def __init__(self, solver: str = "lstsq", pivot: str = "en", heldout_fraction: float = 0.1,
                  unknown_language: str = "identity", steps: int = 500, lr: float = 1e-3,

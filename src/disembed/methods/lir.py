@@ -44,6 +44,7 @@ from typing import Any, Literal
 import numpy as np
 
 from ..exceptions import CheckpointError, ConfigError, DataError
+from ..util.constraints import Interval
 from .base import Disentangler, Languages, as_language_array
 from .export_map import GLOBAL_ROUTE, MeaningMap, affine
 
@@ -107,6 +108,9 @@ class Lir(Disentangler):
     method = "lir"
     uses_language = True
     hpo_default = {"rank": [1, 2, 4, 8]}
+
+    #: unknown_language is checked by __init__ (its message tells about removed policies)
+    _parameter_constraints = {"rank": [Interval(int, 1, None)]}
 
     def __init__(self, rank: int = 1,
                  unknown_language: Literal["nearest", "global", "error"] = "nearest") -> None:

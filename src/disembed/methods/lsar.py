@@ -47,6 +47,7 @@ from typing import Any
 import numpy as np
 
 from ..exceptions import CheckpointError, ConfigError, DataError
+from ..util.constraints import Interval
 from .base import Disentangler, Languages
 from .export_map import MeaningMap, affine, single_route
 from .lir import check_rank, check_rank_below_dim, stack_training_rows
@@ -72,6 +73,8 @@ class Lsar(Disentangler):
     method = "lsar"
     uses_language = False
     hpo_default = {"rank": [1, 2, 4, 8, None]}
+
+    _parameter_constraints = {"rank": [Interval(int, 1, None), None]}
 
     def __init__(self, rank: int | None = None) -> None:
         self.rank = check_rank(rank, "lsar", allow_none=True)

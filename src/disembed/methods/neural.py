@@ -42,12 +42,13 @@ import torch
 
 from ..exceptions import CheckpointError, ConfigError, ShapeError
 from ..training import Adversary, Batch, TrainConfig, full_precision, train
+from ..util.constraints import SEED, Boolean, Interval, Options
 from .base import Disentangler, Languages, as_language_array
 from .constraints import BatchViews, add_weights, check_weights, needs_of, pick, weighted_loss
 from .export_map import Affine, MeaningMap, centering_routes, single_route
 from .heads import TwoHeads, start_near_identity
 from .mean_centering import MeanCentering, check_unknown_language
-from .oracle_variants import check_oracle_variant, oracle_weights
+from .oracle_variants import ORACLE_VARIANTS, check_oracle_variant, oracle_weights
 
 logger = logging.getLogger(__name__)
 
@@ -61,6 +62,25 @@ class NeuralDisentangler(Disentangler):
 
     #: the recipe has no terms of its own (``oracle``): its loss is ORACLE's terms alone
     oracle_only: ClassVar[bool] = False
+    _parameter_constraints = {
+        "lr": [Interval(float, 0, None, closed="neither")],
+        "batch_size": [Interval(int, 2, None)],
+        "max_epochs": [Interval(int, 1, None), None],
+        "patience": [Interval(int, 1, None)],
+        "val_fraction": [Interval(float, 0, 0.5, closed="neither")],
+        "seed": [SEED],
+        "negatives": [Options("paper", "official")],
+        "max_steps": [Interval(int, 1, None), None],
+        "time_budget_seconds": [Interval(float, 0, None, closed="neither"), None],
+        "oracle_variant": [Options(*ORACLE_VARIANTS), None],
+        "oracle_weight": [Interval(float, 0, None)],
+        "center": [Options(*CENTER_MODES)],
+        "deterministic": [Boolean()],
+        "speed": [Options("auto", "eager", "compiled")],
+        "precision": [Options("auto", "float32", "bfloat16")],
+        "init_scale": [Interval(float, 0, 1, closed="neither"), None],
+        "hidden": [Interval(int, 0, None)],
+    }
 
     def __init__(self, lr: float = 1e-4, batch_size: int = 512, max_epochs: int | None = None,
                  patience: int = 5, val_fraction: float = 0.1, seed: int = 0,

@@ -27,6 +27,7 @@ expect a weak meaning part (it is the paper's "ORACLE only" ablation, not a meth
 
 from __future__ import annotations
 
+from ..util.constraints import Options
 from .neural import TwoHeadRecipe
 from .oracle_variants import ORACLE_VARIANTS, oracle_weights
 
@@ -38,6 +39,8 @@ class Oracle(TwoHeadRecipe):
 
     method = "oracle"
     oracle_only = True
+    _parameter_constraints = {**TwoHeadRecipe._parameter_constraints,
+                              "oracle_variant": [Options(*ORACLE_VARIANTS)]}
 
     def __init__(self, lr: float = 1e-4, batch_size: int = 512, max_epochs: int | None = None,
                  patience: int = 5, val_fraction: float = 0.1, seed: int = 0,

@@ -63,7 +63,8 @@ ROWS = [
     ("train-same-columns", "train --method seed --pairs {pairs} --src-col de --tgt-col de "
      "--out {out}/m --encoder hash:8", 2, "both 'de'"),
     ("train-columns-without-pairs", TRAIN_LANGS + " --src-col de", 2, "give --pairs too"),
-    ("train-batch-1", TRAIN_LANGS + " --train-batch-size 1", 2, "batch_size must be an integer in [2, inf)"),
+    ("train-batch-1", TRAIN_LANGS + " --train-batch-size 1", 2,
+     "batch_size must be an integer in [2, inf)"),
     ("train-max-epochs-0", TRAIN_LANGS + " --max-epochs 0", 2, "expected a positive integer"),
     ("train-unknown-method", "train --method sed --languages de --out {out}/m", 2,
      "Did you mean 'seed'"),

@@ -8,6 +8,7 @@ import torch
 
 from disembed.exceptions import CheckpointError, ConfigError
 from disembed.methods import load_disentangler, make_method
+from disembed.methods.base import config_digest
 
 QUICK = {"max_epochs": 2, "batch_size": 64}
 
@@ -102,6 +103,7 @@ def test_config_and_weights_must_agree_on_centering(centred_seed, tmp_path):
     config = json.loads((path / "config.json").read_text())
     config["params"]["center"] = "none"
     config["method"] = "seed"
+    config["config_sha256"] = config_digest(config)  # sealed again: only the recipe checks
     (path / "config.json").write_text(json.dumps(config))
     with pytest.raises(CheckpointError, match="centering.means"):
         load_disentangler(path)

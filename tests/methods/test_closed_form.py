@@ -10,7 +10,7 @@ from safetensors.numpy import save_file
 
 from disembed.exceptions import CheckpointError, ConfigError, DataError, ShapeError
 from disembed.methods import load_disentangler, make_method
-from disembed.methods.base import WEIGHTS_CHECKSUM
+from disembed.methods.base import CONFIG_CHECKSUM, WEIGHTS_CHECKSUM, config_digest
 
 
 @pytest.fixture
@@ -306,6 +306,7 @@ def _rewrite(path, state, *, declare_shapes=True):
         config["state"] = {k: list(v.shape) for k, v in state.items()}
     config[WEIGHTS_CHECKSUM] = hashlib.sha256((path / "model.safetensors").read_bytes()
                                               ).hexdigest()
+    config[CONFIG_CHECKSUM] = config_digest(config)
     (path / "config.json").write_text(json.dumps(config))
 
 

@@ -140,7 +140,7 @@ def test_save_refuses_non_finite_weights_and_load_rejects_them(toy_pairs, tmp_pa
     with pytest.raises(CheckpointError, match="does not match the checksum"):
         load_disentangler(path)
     config = json.loads((path / "config.json").read_text())
-    del config["weights_sha256"]  # an older model: the values themselves are still checked
+    del config["weights_sha256"], config["config_sha256"]  # an older model: the values themselves are still checked
     (path / "config.json").write_text(json.dumps(config))
     with pytest.raises(CheckpointError, match="hold NaN or infinite values"):
         load_disentangler(path)
@@ -183,3 +183,27 @@ def test_stale_temporaries_of_dead_writers_are_removed(tmp_path):
 def test_an_atomic_write_over_a_directory_is_a_config_error(tmp_path):
     with pytest.raises(ConfigError, match="is a directory"):
         atomic_write_bytes(tmp_path, [b"x"])
+
+
+def test_an_edited_config_is_refused_and_an_older_one_loads_with_a_warning(env, tmp_path,
+                                                                           caplog):
+    """Reordering learned.languages would centre German with another language's mean."""
+    import shutil
+
+    from disembed.methods import load_disentangler
+
+    path = tmp_path / "m"
+    shutil.copytree(env["model"], path)
+    config = json.loads((path / "config.json").read_text())
+    languages = config["learned"]["languages"]
+    assert len(languages) >= 2
+    config["learned"]["languages"] = languages[::-1]
+    (path / "config.json").write_text(json.dumps(config))
+    with pytest.raises(CheckpointError, match="does not match its own checksum"):
+        load_disentangler(path)
+    del config["config_sha256"]  # as saved by the previous format: loads, with a warning
+    config["learned"]["languages"] = languages
+    (path / "config.json").write_text(json.dumps(config))
+    with caplog.at_level("WARNING", logger="disembed"):
+        assert load_disentangler(path).method == "mean-centering"
+    assert "without a checksum of its own content" in caplog.text

@@ -214,7 +214,7 @@ def test_a_model_saved_without_a_checksum_still_loads(env, tmp_path, caplog):
     old = tmp_path / "old"
     shutil.copytree(env["model"], old)
     config = json.loads((old / "config.json").read_text())
-    del config["weights_sha256"]
+    del config["weights_sha256"], config["config_sha256"]
     (old / "config.json").write_text(json.dumps(config))
     with caplog.at_level("WARNING", logger="disembed"):
         model = load_disentangler(old)

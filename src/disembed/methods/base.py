@@ -51,6 +51,18 @@ logger = logging.getLogger(__name__)
 FORMAT_VERSION = 1
 #: config.json key holding the sha256 (hex) of model.safetensors, checked on load
 WEIGHTS_CHECKSUM = "weights_sha256"
+#: config.json key holding the sha256 (hex) of the rest of config.json (canonical JSON:
+#: sorted keys, no spaces), checked on load: an edited method, parameter or learned entry
+#: (such as a reordered ``learned.languages``) is refused, not silently used
+CONFIG_CHECKSUM = "config_sha256"
+
+
+def config_digest(config: dict[str, Any]) -> str:
+    """sha256 of ``config`` without its :data:`CONFIG_CHECKSUM`, as canonical JSON."""
+    body = {k: v for k, v in config.items() if k != CONFIG_CHECKSUM}
+    body = json.loads(json.dumps(body, default=str))  # exactly what a reader gets back
+    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(canonical.encode("ascii")).hexdigest()
 
 Languages = str | Sequence[str | None] | None
 #: config.json key (under "learned") and weight-name prefix of the language identifier
@@ -377,6 +389,7 @@ class Disentangler(ABC):
             "metadata": metadata or {},
             WEIGHTS_CHECKSUM: hashlib.sha256(blob).hexdigest(),
         }
+        config[CONFIG_CHECKSUM] = config_digest(config)
         # weights first: a run killed in between leaves a config whose checksum no longer
         # matches, which load_disentangler reports, never a silent mix of two models
         atomic_write_bytes(directory / "model.safetensors", [blob])
@@ -415,6 +428,18 @@ def _read_config(cfg_path: Path) -> dict[str, Any]:
     if config["format_version"] != FORMAT_VERSION:
         raise CheckpointError(f"{cfg_path}: format_version {config['format_version']}, this "
                               f"disembed reads {FORMAT_VERSION}")
+    recorded = config.get(CONFIG_CHECKSUM)
+    if recorded is None:
+        if WEIGHTS_CHECKSUM in config:
+            logger.warning("%s was saved without a checksum of its own content (by an older "
+                           "disembed); its method, parameters and learned entries are used "
+                           "unverified", cfg_path)
+    elif recorded != config_digest(config):
+        raise CheckpointError(
+            f"{cfg_path} does not match its own checksum ({CONFIG_CHECKSUM}): its method, "
+            "parameters or learned entries (e.g. the order of learned.languages) were edited "
+            "after saving, which would silently change what the model computes; restore the "
+            "file or train the model again")
     return config
 
 

@@ -99,6 +99,9 @@ class RunResult:
         environment: package version, git commit, machine (``provenance.environment``).
         measurements: analyses of this run (leakage probe, geometry, ...), JSON-safe.
         fingerprint: hash of what the run depends on (decides reuse of finished runs).
+        eval_data_digest: content digest of the evaluation data it was scored on
+            (:func:`~disembed.evaluation.digest.evaluation_data_digest`); a finished run is
+            reused only on the same data.
     """
 
     label: str
@@ -113,6 +116,7 @@ class RunResult:
     environment: dict = field(default_factory=dict)
     measurements: dict = field(default_factory=dict)
     fingerprint: str = ""
+    eval_data_digest: str = ""
     #: the fitted or loaded model, in memory only (not part of the JSON)
     model: Any = field(default=None, repr=False, compare=False)
 

@@ -18,3 +18,47 @@ def test_a_changed_training_pool_makes_a_finished_run_stale(full_data_dir, tmp_p
     again = run(spec, workspace, **where)
     assert again.timings != first.timings  # the pool changed: refitted, not reused
     assert again.training["data"]["digest"] != first.training["data"]["digest"]
+
+
+def test_changed_evaluation_data_is_evaluated_again_with_the_fitted_model(
+        full_data_dir, tmp_path, monkeypatch):
+    """Issue 22: bench reused a finished run after its STS17 file changed underneath it."""
+    import importlib
+
+    import numpy as np
+    import pytest
+
+    run_module = importlib.import_module("disembed.experiment.run")
+
+    monkeypatch.setenv("DISEMBED_CACHE_DIR", str(tmp_path / "cache"))
+    spec = RunSpec(method="mean-centering", encoder="hash:16",
+                   data=TrainingData(("de", "zh"), 20), tasks=("sts17",))
+    where = dict(outputs=RunOutputs(run_dir=tmp_path / "run"))
+    workspace = Workspace(data_dir=str(full_data_dir))
+    first = run(spec, workspace, **where)
+    assert first.eval_data_digest
+    assert run(spec, workspace, **where).timings == first.timings  # same data: reused
+    for sts in sorted((full_data_dir / "sts17").rglob("*.tsv")):
+        lines = sts.read_text(encoding="utf-8").splitlines(keepends=True)
+        sts.write_text("".join([lines[0]] + [_flip_score(x) for x in lines[1:]]),
+                       encoding="utf-8")
+    fits = []
+    monkeypatch.setattr(run_module, "_fit", lambda *a, **k: fits.append(a))
+    again = run(spec, workspace, **where)
+    assert not fits, "refitted although only the evaluation data changed"
+    assert again.eval_data_digest != first.eval_data_digest
+    assert again.timings != first.timings  # evaluated again, not reused
+    before = first.score("sts17")
+    assert np.isfinite(before) and again.score("sts17") == pytest.approx(-before)
+
+
+def _flip_score(line: str) -> str:
+    """The same row with its gold score mirrored (5 - score)."""
+    parts = line.rstrip("\n").split("\t")
+    for i in range(len(parts) - 1, -1, -1):
+        try:
+            parts[i] = f"{5 - float(parts[i]):g}"
+            break
+        except ValueError:
+            continue
+    return "\t".join(parts) + "\n"

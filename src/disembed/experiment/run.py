@@ -21,8 +21,9 @@ import numpy as np
 
 from ..encoders import Encoder
 from ..evaluation import Task, TaskScores
-from ..exceptions import ConfigError
-from ..methods import Disentangler
+from ..evaluation.digest import evaluation_data_digest
+from ..exceptions import ConfigError, DisembedError
+from ..methods import Disentangler, load_disentangler
 from ..provenance import environment
 from ..results import RESULT_FILE, RunResult
 from ..saved_model import ModelMetadata, SavedModel
@@ -97,13 +98,18 @@ def run(spec: RunSpec, workspace: Workspace = Workspace(), *,
     if saved is not None:
         saved.check_encoder(encoder, spec.encoder)
     fingerprint = spec.fingerprint()
+    eval_digest = evaluation_data_digest(tasks, workspace.data_dir)
+    fitted_before = None
     if outputs.run_dir is not None and not workspace.force:
         previous = finished_run(spec, outputs.run_dir, encoder, workspace)
         if previous is not None:
             return previous
+        fitted_before = _fitted_before(spec, tasks, outputs, encoder, workspace, saved)
     stats_before = _encode_seconds(encoder)
     t0 = time.perf_counter()
-    if saved is None:
+    if fitted_before is not None:
+        model, training = fitted_before
+    elif saved is None:
         model, training = _fit(unfitted, spec, tasks, encoder, workspace, outputs, hooks)
     else:
         model, training = saved.disentangler, dict(saved.metadata.training or {})
@@ -120,20 +126,50 @@ def run(spec: RunSpec, workspace: Workspace = Workspace(), *,
                  "encode_seconds": _encode_seconds(encoder) - stats_before},
         environment=environment(),
         measurements=hooks.measure(model, encoder, scores) if hooks.measure else {},
-        fingerprint=fingerprint)
+        fingerprint=fingerprint, eval_data_digest=eval_digest)
     result.model = model
-    _save(result, model, spec, encoder, outputs, saved is None)
+    _save(result, model, spec, encoder, outputs, saved is None and fitted_before is None)
     logger.info("%s: done in %.0fs", result.label, t_eval - t0)
     return result
 
 
 def finished_run(spec: RunSpec, run_dir: str | Path, encoder: Encoder,
                  workspace: Workspace = Workspace()) -> RunResult | None:
-    """The finished run of ``spec`` in ``run_dir`` (same fingerprint, encoder and training
-    pairs, as :func:`run` would reuse it), or ``None``: nothing is fitted or evaluated."""
+    """The finished run of ``spec`` in ``run_dir`` (same fingerprint, encoder, training
+    pairs and evaluation data, as :func:`run` would reuse it), or ``None``: nothing is
+    fitted or evaluated."""
     tasks = spec.tasks
-    return _finished(Path(run_dir), spec.fingerprint(), encoder,
-                     lambda: load_pairs(spec.data, tasks, workspace)[1]["digest"])
+    previous = _finished(Path(run_dir), spec.fingerprint(), encoder,
+                         lambda: load_pairs(spec.data, tasks, workspace)[1]["digest"])
+    if previous is None:
+        return None
+    if previous.eval_data_digest != evaluation_data_digest(tasks, workspace.data_dir):
+        logger.info("%s: the evaluation data changed since %s (or it predates evaluation-data "
+                    "digests); evaluating again", previous.label, Path(run_dir) / RESULT_FILE)
+        return None
+    logger.info("%s: reusing finished run %s", previous.label, Path(run_dir) / RESULT_FILE)
+    return previous
+
+
+def _fitted_before(spec: RunSpec, tasks: Sequence[str], outputs: RunOutputs, encoder: Encoder,
+                   workspace: Workspace, saved: SavedModel | None
+                   ) -> tuple[Disentangler, dict] | None:
+    """The model a finished run of ``spec`` fitted (same fingerprint, encoder and training
+    pairs) when only its evaluation is stale: it is evaluated again, not refitted."""
+    model_path = outputs.model_path()
+    if saved is not None or model_path is None or not model_path.is_dir():
+        return None
+    previous = _finished(Path(outputs.run_dir), spec.fingerprint(), encoder,
+                         lambda: load_pairs(spec.data, tasks, workspace)[1]["digest"])
+    if previous is None:
+        return None
+    try:
+        model = load_disentangler(model_path)
+    except DisembedError as exc:
+        logger.info("%s: its saved model cannot be reused (%s); fitting again",
+                    previous.label, exc)
+        return None
+    return model, previous.training
 
 
 def _with_saved_model(spec: RunSpec, saved: SavedModel | None) -> RunSpec:
@@ -161,7 +197,6 @@ def _finished(run_dir: Path, fingerprint: str, encoder: Encoder,
         logger.info("%s: the training pairs changed since %s; running again", previous.label,
                     path)
         return None
-    logger.info("%s: reusing finished run %s", previous.label, path)
     return previous
 
 

@@ -51,7 +51,8 @@ def test_strict_load_rejects_missing_key_and_wrong_shape(toy_pairs, tmp_path):
     model = _fitted("seed", toy_pairs)
     path = model.save(tmp_path / "m")
     config = json.loads((path / "config.json").read_text())
-    del config["weights_sha256"], config["config_sha256"]  # as an older model: the keys and shapes are still checked
+    # as an older model (no checksums): the keys and shapes are still checked
+    del config["weights_sha256"], config["config_sha256"]
     (path / "config.json").write_text(json.dumps(config))
     save_file({"meaning.weight": np.zeros((16, 16), np.float32)}, str(path / "model.safetensors"))
     with pytest.raises(CheckpointError, match=r"missing keys \['meaning.bias'\]"):

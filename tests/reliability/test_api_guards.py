@@ -140,7 +140,8 @@ def test_save_refuses_non_finite_weights_and_load_rejects_them(toy_pairs, tmp_pa
     with pytest.raises(CheckpointError, match="does not match the checksum"):
         load_disentangler(path)
     config = json.loads((path / "config.json").read_text())
-    del config["weights_sha256"], config["config_sha256"]  # an older model: the values themselves are still checked
+    # an older model (no checksums): the values themselves are still checked
+    del config["weights_sha256"], config["config_sha256"]
     (path / "config.json").write_text(json.dumps(config))
     with pytest.raises(CheckpointError, match="hold NaN or infinite values"):
         load_disentangler(path)

@@ -219,3 +219,57 @@ def test_real_e5_export_matches_disembed_on_real_sentences(tmp_path):
     got = encode_in_fresh_process(jobs, tmp_path)
     for key, want in expected.items():
         assert cosines(got[key], want).min() >= 0.9999, key
+
+
+def test_export_never_deletes_its_model_or_a_users_folder(trained, tmp_path):
+    """Issue 22: ``export --model D --out D --overwrite`` deleted the model; ``--out`` the
+    model's parent deleted everything in it."""
+    import shutil
+
+    from disembed.cli import main
+
+    root, _ = trained
+    parent = tmp_path / "p"
+    model = parent / "m"
+    shutil.copytree(root / "mean-centering", model)
+    (parent / "notes.txt").write_text("mine")
+    for out in (model, parent):
+        with pytest.raises(ConfigError, match="holds that input folder|is that input folder"):
+            export_model(model, out, overwrite=True)
+        assert main(["export", "--model", str(model), "--out", str(out), "--overwrite"]) == 2
+    assert (model / "config.json").is_file() and (parent / "notes.txt").read_text() == "mine"
+    users = tmp_path / "users"
+    users.mkdir()
+    (users / "thesis.tex").write_text("x")
+    with pytest.raises(ConfigError, match="not written by disembed.*thesis.tex"):
+        export_model(model, users, overwrite=True)
+    assert (users / "thesis.tex").is_file()
+
+
+def test_overwrite_replaces_an_export_but_not_one_with_foreign_files(trained, tmp_path):
+    root, _ = trained
+    out = tmp_path / "exp"
+    export_model(root / "mean-centering", out)
+    assert (out / ".disembed-manifest.json").is_file()
+    export_model(root / "linear-map", out, overwrite=True)  # an export: replaced
+    assert json.loads((out / "disembed_export.json").read_text())["method"] == "linear-map"
+    (out / "added.txt").write_text("mine")
+    with pytest.raises(ConfigError, match="did not write there: added.txt"):
+        export_model(root / "mean-centering", out, overwrite=True)
+    assert (out / "added.txt").read_text() == "mine"
+    assert not [p for p in tmp_path.iterdir() if ".tmp-" in p.name]
+
+
+def test_the_work_folder_of_a_killed_export_is_removed_by_the_next(trained, tmp_path):
+    """A SIGKILLed export leaves ``.OUT.tmp-<pid>-*``; the next export removes it."""
+    import subprocess
+
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    stale = tmp_path / f".exp.tmp-{dead.pid}-abc"
+    (stale / "model").mkdir(parents=True)
+    (stale / "model" / "big.bin").write_bytes(b"0" * 1000)
+    root, _ = trained
+    export_model(root / "mean-centering", tmp_path / "exp")
+    assert not stale.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["exp"]

@@ -28,6 +28,7 @@ from . import (
 )
 from .errors import ignore_file_size_signal, report
 from .output import verb_output
+from .overlap import check_args
 
 VERBS = (data, prepare, encode, tune, train, evaluate, bench, scale, analyse, mine, score,
          search, export, serve, info)
@@ -61,6 +62,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     _configure_logging(args.verbose, args.quiet)
     ignore_file_size_signal()
     try:
+        check_args(args)  # no output overlaps an input: before any work
         with verb_output(quiet=args.quiet, no_progress=args.no_progress):
             return int(args.handler(args) or 0)
     except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001 - every error ends here

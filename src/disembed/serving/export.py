@@ -27,8 +27,10 @@ from typing import Any
 from ..exceptions import ConfigError, require
 from ..methods import MeaningMap
 from ..saved_model import SavedModel
-from ..util.files import atomic_write_text
+from ..util.files import atomic_write_text, remove_stale_temps
 from ..util.jsonsafe import dumps_json
+from ..util.manifest import check_replaceable, write_manifest
+from ..util.overlap import Endpoint, check_outputs
 from .model_card import model_card, read_scores
 from .st_pipeline import base_pipeline, meaning_modules
 
@@ -70,11 +72,18 @@ def export_model(model_dir: str | os.PathLike, out_dir: str | os.PathLike, *,
     model_dir, out_dir = Path(model_dir), Path(out_dir)
     if out_dir.exists() and not overwrite:
         raise ConfigError(f"{out_dir} already exists; choose another --out or pass --overwrite")
+    check_outputs([Endpoint("--out", out_dir, "replaced-dir")],
+                  [Endpoint("--model", model_dir, "dir")]
+                  + ([Endpoint("--scores", scores)] if scores else []))
+    if overwrite:
+        check_replaceable(out_dir)
     saved = SavedModel.load(model_dir)
     model, identity = saved.disentangler, saved.require_identity()
     mmap = model.meaning_map()
     out_dir.parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=out_dir.parent))
+    remove_stale_temps(out_dir.parent, out_dir.name)  # of exports killed before they ended
+    work = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-{os.getpid()}-",
+                                 dir=out_dir.parent))
     try:
         base = base_pipeline(identity, work)
         prompts = {_prompt_name(base.prefix): base.prefix} if base.prefix else {}
@@ -87,8 +96,9 @@ def export_model(model_dir: str | os.PathLike, out_dir: str | os.PathLike, *,
         atomic_write_text(folder / EXPORT_INFO, dumps_json(info) + "\n")
         card = model_card(info, base.description, read_scores(model_dir, scores))
         atomic_write_text(folder / "README.md", card)
-        if out_dir.exists():
-            shutil.rmtree(out_dir)
+        write_manifest(folder, "disembed export")
+        if out_dir.exists():  # moved aside, deleted with the work folder: never half gone
+            os.replace(out_dir, work / "previous")
         os.replace(folder, out_dir)
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -24,6 +24,7 @@ import glob
 import hashlib
 import json
 import os
+import shutil
 import tempfile
 from pathlib import Path
 from typing import IO, Iterable
@@ -60,7 +61,10 @@ def remove_stale_temps(directory: str | os.PathLike, name: str | None = None) ->
     for tmp in Path(directory).glob(pattern):
         pid = tmp.name.rsplit(_TMP_MARK, 1)[1].split("-", 1)[0]
         if pid.isdigit() and not _pid_alive(int(pid)):
-            tmp.unlink(missing_ok=True)
+            if tmp.is_dir() and not tmp.is_symlink():  # a work folder (export)
+                shutil.rmtree(tmp, ignore_errors=True)
+            else:
+                tmp.unlink(missing_ok=True)
             removed.append(tmp)
     return removed
 

@@ -2,7 +2,8 @@
 
 The arguments name the paths: input files (``INPUT``, ``SRC``, ``--pairs``, ``--src-pool``
 ...), input folders (``--model``, ``--bench``, the data sets of the data folder, the
-embedding cache) and outputs (``--out``, ``--run-dir``). :func:`disembed.util.overlap.check_outputs` refuses any overlap with exit 2.
+embedding cache) and outputs (``--out``, ``--run-dir``).
+:func:`disembed.util.overlap.check_outputs` refuses any overlap with exit 2.
 """
 
 from __future__ import annotations

@@ -81,10 +81,43 @@ def run_disembed(argv: Sequence[str], workdir: Path, *, env: dict[str, str] | No
     pid = os.fork()
     if pid == 0:  # the child: never returns
         _child(list(argv), out, err, counter, env or {}, kill_at, fsize_limit)
-    deadline = time.monotonic() + timeout
     if kill_after is not None:
         time.sleep(kill_after)
         _kill(pid)
+    return finish(Started(pid, list(argv), workdir), timeout)
+
+
+@dataclass
+class Started:
+    """A child started by :func:`start_disembed`, not waited for yet."""
+
+    pid: int
+    argv: list[str]
+    workdir: Path
+
+    def running(self) -> bool:
+        return os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None
+
+
+def start_disembed(argv: Sequence[str], workdir: Path, *, env: dict[str, str] | None = None
+                   ) -> Started:
+    """``disembed argv`` in a forked child that runs beside the test (several at once)."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    (workdir / "events").write_text("0")
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns
+        _child(list(argv), workdir / "stdout", workdir / "stderr", workdir / "events",
+               env or {}, None, None)
+    return Started(pid, list(argv), workdir)
+
+
+def finish(child: Started, timeout: float = 300) -> Outcome:
+    """Wait for ``child`` (killed after ``timeout`` seconds) and say how it ended."""
+    pid, argv, workdir = child.pid, child.argv, child.workdir
+    out, err, counter = workdir / "stdout", workdir / "stderr", workdir / "events"
+    deadline = time.monotonic() + timeout
     while True:
         done, status = os.waitpid(pid, os.WNOHANG)
         if done:

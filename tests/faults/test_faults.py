@@ -16,10 +16,11 @@ import json
 import os
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
-from harness import kill_points, run_disembed, snapshot, temp_files
+from harness import finish, kill_points, run_disembed, snapshot, start_disembed, temp_files
 from tiny_data import add_full_data, write_tiny_data
 
 from disembed.util.files import finish_pending
@@ -295,3 +296,67 @@ def test_a_really_full_disk_is_a_clear_error(small_tmpfs, tmp_path):
     filler.unlink()
     assert temp_files(root) == []
     assert _mine(root, SRC * 20, TGT * 20, tmp_path / "proc").code == 0
+
+
+# --- two writers, one run folder (issue 22: wrong pairs, SIGBUS) ---------------------------
+
+def _mine_argv(root: Path, run_dir: Path, out: str) -> list[str]:
+    s = _write(root / "in" / "s.tsv", SRC)
+    t = _write(root / "in" / "t.tsv", TGT)
+    return ["mine", str(s), str(t), "--out", str(root / out), "--run-dir", str(run_dir),
+            "--encoder", "hash:16", "--chunk", "4", "-k", "3"]
+
+
+def test_a_second_mine_waits_for_the_run_folder_then_fails_clearly_or_finishes(
+        mine_reference, tmp_path):
+    """The parent holds the run folder's lock: a child with a timeout fails clearly (exit
+    2); one without waits (still running while the lock is held), then mines right."""
+    from disembed.util.locks import folder_lock
+
+    run_dir = tmp_path / "run"
+    with folder_lock(run_dir):
+        impatient = run_disembed(_mine_argv(tmp_path, run_dir, "a.tsv"), tmp_path / "p1",
+                                 env={**_env(tmp_path), "DISEMBED_LOCK_TIMEOUT": "0.2"})
+        assert impatient.code == 2, impatient.stderr
+        assert "still in use by another disembed process after 0.2 s" in impatient.stderr
+        assert "Traceback" not in impatient.stderr
+        patient = start_disembed(_mine_argv(tmp_path, run_dir, "b.tsv"), tmp_path / "p2",
+                                 env=_env(tmp_path))
+        time.sleep(1.0)
+        assert patient.running(), "the second writer did not wait for the first"
+        assert not (tmp_path / "b.tsv").exists()
+    done = finish(patient, timeout=120)
+    assert done.code == 0, done.stderr
+    assert (tmp_path / "b.tsv").read_bytes() == mine_reference[0]
+    assert not (tmp_path / "a.tsv").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("trial", range(3))
+def test_two_mines_sharing_a_run_folder_both_write_their_right_pairs(trial, tmp_path):
+    """Started together on one run folder with different inputs (as two ``mine`` runs with
+    the same ``--out``, hence the same default ``OUT.run/``): each must write its own pairs."""
+    jobs = []
+    for j, word in enumerate(("Satz", "Zeile")):
+        src = [f"s{i}\t{word} Nummer {i} von vielen" for i in range(6000)]
+        tgt = [f"t{i}\t{word} Nummer {i} von vielen" for i in range(3000, 9000)]
+        ref = tmp_path / f"ref{j}"
+        argv = _big_mine(ref, src, tgt, ref / "run", "m.tsv")
+        assert run_disembed(argv, ref / "p", env=_env(ref)).code == 0
+        jobs.append((src, tgt, (ref / "m.tsv").read_bytes()))
+    root = tmp_path / "both"
+    children = [start_disembed(_big_mine(root / f"in{j}", src, tgt, root / "run",
+                                         f"../m{j}.tsv"), root / f"p{j}", env=_env(root))
+                for j, (src, tgt, _) in enumerate(jobs)]
+    for j, child in enumerate(children):
+        done = finish(child, timeout=300)
+        assert done.code == 0, done.stderr
+        assert (root / f"m{j}.tsv").read_bytes() == jobs[j][2], (trial, j)
+    assert temp_files(root) == []
+
+
+def _big_mine(root: Path, src, tgt, run_dir: Path, out: str) -> list[str]:
+    s = _write(root / "in" / "s.tsv", src)
+    t = _write(root / "in" / "t.tsv", tgt)
+    return ["mine", str(s), str(t), "--out", str(root / out), "--run-dir", str(run_dir),
+            "--encoder", "hash:16", "--chunk", "64", "-k", "4"]

@@ -27,6 +27,7 @@ from ..methods import Disentangler, load_disentangler
 from ..provenance import environment
 from ..results import RESULT_FILE, RunResult
 from ..saved_model import ModelMetadata, SavedModel
+from ..util.locks import folder_lock
 from .params import build_method
 from .spec import RunSpec, Workspace
 from .steps import (
@@ -82,8 +83,17 @@ def run(spec: RunSpec, workspace: Workspace = Workspace(), *,
     """Carry out ``spec``; see the module docstring. ``encoder``: an already opened encoder
     for ``spec.encoder`` (a bench opens each encoder once for all its runs).
 
-    The fitted or loaded model is on the returned result as ``result.model``.
+    The fitted or loaded model is on the returned result as ``result.model``. A run folder
+    has one writer at a time (:func:`~disembed.util.locks.folder_lock`).
     """
+    if outputs.run_dir is None:
+        return _run(spec, workspace, outputs, encoder, hooks)
+    with folder_lock(outputs.run_dir):
+        return _run(spec, workspace, outputs, encoder, hooks)
+
+
+def _run(spec: RunSpec, workspace: Workspace, outputs: RunOutputs, encoder: Encoder | None,
+         hooks: RunHooks | None) -> RunResult:
     hooks = hooks or RunHooks()
     tasks = spec.tasks
     saved = (SavedModel.load(spec.model_dir, spec.encoder, spec.encoder_options)

@@ -27,6 +27,7 @@ from ..exceptions import ConfigError, DataError
 from ..retrieval.margin import MARGINS, MODES, Margin, Mode, candidates, check_choice, select
 from ..retrieval.search import check_backend, search, search_both
 from ..util.files import atomic_write_bytes
+from ..util.locks import folder_lock
 from .collection import Collection, Format
 from .embed import embed_collection
 
@@ -125,12 +126,13 @@ def mine_files(src: str | Path, tgt: str | Path, encoder: Encoder, out: str | Pa
     t0 = time.perf_counter()
     cols = [open_collection(src, format, skip_bad, "source"),
             open_collection(tgt, format, skip_bad, "target")]
-    mats = _embed_both(cols, ("src", "tgt"), (src_lang, tgt_lang), encoder, Path(run_dir),
-                       model, chunk=cfg.chunk, batch_size=batch_size)
-    embed_s = time.perf_counter() - t0
-    mined = mine_embeddings(mats[0], mats[1], cfg)
-    mined.seconds["embed"] = embed_s
-    kept = write_pairs(out, mined, cols[0], cols[1])
+    with folder_lock(run_dir):  # one writer per run folder (a second run waits)
+        mats = _embed_both(cols, ("src", "tgt"), (src_lang, tgt_lang), encoder, Path(run_dir),
+                           model, chunk=cfg.chunk, batch_size=batch_size)
+        embed_s = time.perf_counter() - t0
+        mined = mine_embeddings(mats[0], mats[1], cfg)
+        mined.seconds["embed"] = embed_s
+        kept = write_pairs(out, mined, cols[0], cols[1])
     logger.info("mined %d pairs (%d after text dedup) from %d x %d sentences -> %s", len(mined),
                 kept, len(cols[0]), len(cols[1]), out)
     return mined
@@ -207,8 +209,18 @@ def search_files(queries: str | Path, database: str | Path, encoder: Encoder, ou
         raise ConfigError("searching a meaning view needs --src-lang and --tgt-lang")
     cols = [open_collection(queries, format, skip_bad, "queries"),
             open_collection(database, format, skip_bad, "database")]
-    mats = _embed_both(cols, ("queries", "database"), (query_lang, db_lang), encoder,
-                       Path(run_dir), model, chunk=chunk, batch_size=batch_size)
+    with folder_lock(run_dir):  # one writer per run folder (a second run waits)
+        return _search_cols(cols, encoder, out, run_dir=Path(run_dir), k=k, backend=backend,
+                            model=model, langs=(query_lang, db_lang), chunk=chunk,
+                            batch_size=batch_size, names=(queries, database))
+
+
+def _search_cols(cols: list[Collection], encoder: Encoder, out: str | Path, *, run_dir: Path,
+                 k: int, backend: str, model, langs: tuple, chunk: int, batch_size: int,
+                 names: tuple) -> Searched:
+    database = names[1]
+    mats = _embed_both(cols, ("queries", "database"), langs, encoder, run_dir, model,
+                       chunk=chunk, batch_size=batch_size)
     if k > len(cols[1]):
         logger.warning("k=%d but the database %s has %d sentences: every query gets all %d",
                        k, database, len(cols[1]), len(cols[1]))

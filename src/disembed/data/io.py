@@ -33,15 +33,72 @@ class ReadReport:
             self.reasons.append(reason)
 
 
+_BOMS = ((b"\xff\xfe\x00\x00", "UTF-32LE"), (b"\x00\x00\xfe\xff", "UTF-32BE"),
+         (b"\xff\xfe", "UTF-16LE"), (b"\xfe\xff", "UTF-16BE"))
+
+
+def sniff_wide_encoding(head: bytes) -> str | None:
+    """``"UTF-16LE"``, ``"UTF-16BE"``, ``"UTF-32LE"`` or ``"UTF-32BE"`` when the first bytes
+    of a file (a few KB) are text in that encoding (with or without a byte-order mark),
+    else ``None``. Without a mark: NUL bytes, which UTF-8 text does not hold, in the places
+    a wide encoding of mostly ASCII text puts them."""
+    for bom, name in _BOMS:
+        if head.startswith(bom):
+            return name[:6]  # iconv reads the mark and drops it: -f UTF-16 / UTF-32
+    n = len(head) // 4 * 4
+    if n < 4 or head.count(0) < n // 4:
+        return None
+    cols = [head[i:n:4].count(0) / (n // 4) for i in range(4)]
+    if cols[1] > 0.9 and cols[2] > 0.9 and cols[3] > 0.9:
+        return "UTF-32LE"
+    if cols[0] > 0.9 and cols[1] > 0.9 and cols[2] > 0.9:
+        return "UTF-32BE"
+    even, odd = (cols[0] + cols[2]) / 2, (cols[1] + cols[3]) / 2
+    if odd > 0.6 and even < 0.2:
+        return "UTF-16LE"
+    if even > 0.6 and odd < 0.2:
+        return "UTF-16BE"
+    return None
+
+
+def _iconv_hint(data: bytes) -> str:
+    """The ``iconv -f`` for bytes that are not UTF-8: UTF-16 text without NULs (CJK) when it
+    decodes as such into printable lines, else the common LATIN1."""
+    for name in ("UTF-16LE", "UTF-16BE"):
+        if len(data) % 2:
+            continue
+        try:
+            text = data.decode(name.lower().replace("utf-16", "utf-16-"))
+        except UnicodeDecodeError:
+            continue
+        if text and sum(ch.isprintable() or ch in "\r\n\t" for ch in text) > 0.98 * len(text):
+            return name
+    return "LATIN1"
+
+
+def check_utf8_file(path: str | Path, head: bytes | None = None) -> None:
+    """Refuse a file in UTF-16/32 (with or without a byte-order mark) with the ``iconv``
+    that converts it; disembed reads UTF-8."""
+    if head is None:
+        with open(path, "rb") as f:
+            head = f.read(4096)
+    wide = sniff_wide_encoding(head)
+    if wide:
+        raise DataError(f"{path} is {wide} text, not UTF-8; convert it first: "
+                        f"iconv -f {wide} -t UTF-8 {path} > {Path(path).stem}.utf8"
+                        f"{Path(path).suffix}")
+
+
 def _read_lines(path: Path) -> list[str]:
     data = Path(path).read_bytes()
+    check_utf8_file(path, data[:4096])
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
         raise DataError(
             f"{path}:{line}: bytes {data[exc.start:exc.end]!r} are not valid UTF-8; "
-            "re-encode the file as UTF-8 (e.g. iconv -f LATIN1 -t UTF-8)"
+            f"re-encode the file as UTF-8 (e.g. iconv -f {_iconv_hint(data[:65536])} -t UTF-8)"
         ) from None
     if text.startswith("\ufeff"):
         text = text[1:]

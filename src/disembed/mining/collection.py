@@ -20,7 +20,7 @@ from typing import Iterator, Literal, Sequence
 
 import numpy as np
 
-from ..data.io import ReadReport
+from ..data.io import ReadReport, check_utf8_file
 from ..exceptions import ConfigError, DataError
 
 logger = logging.getLogger(__name__)
@@ -46,6 +46,10 @@ def _parse(raw: bytes, fmt: str, where: str) -> tuple[str, str]:
         if not tab:
             raise DataError(f"{where}: no tab; expected 'id<TAB>sentence' "
                             "(or pass format='text' / --format text)")
+        if "\t" in text:  # it would come back as a malformed row of the output TSV
+            raise DataError(f"{where}: {line.count(chr(9)) + 1} tab-separated fields; expected "
+                            "two, 'id<TAB>sentence' (keep two columns, e.g. cut -f1,2, or "
+                            "pass --skip-bad-lines to skip such lines)")
     else:
         ident, text = "", line
     if not text.strip():
@@ -72,6 +76,7 @@ class Collection:
             raise DataError(f"{path}: no such file")
         if format not in ("auto", "text", "tsv"):
             raise ConfigError(f"format must be auto, text or tsv, got {format!r}")
+        check_utf8_file(path)  # UTF-16/32: refused with the right iconv, never embedded
         fmt = _detect(path) if format == "auto" else format
         offsets, lines, report = [], [], ReadReport(str(path))
         content = hashlib.blake2b(digest_size=16)

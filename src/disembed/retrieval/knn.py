@@ -45,10 +45,12 @@ _TORCH = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 
 
 def normalize_rows(X: np.ndarray) -> np.ndarray:
-    """``X (n, d)`` with unit rows (zero rows stay zero), float32."""
-    X = np.asarray(X, dtype=np.float32)
-    norms = np.linalg.norm(X, axis=1, keepdims=True)
-    return X / np.maximum(norms, 1e-12)
+    """``X (n, d)`` with unit rows (zero rows stay zero), float32. The norms and the division
+    are computed in float64, so finite rows of any size (1e38 overflows float32 when
+    squared) are normalised right instead of becoming zeros or NaN."""
+    X64 = np.asarray(X, dtype=np.float64)
+    norms = np.linalg.norm(X64, axis=1, keepdims=True)
+    return (X64 / np.maximum(norms, 1e-300)).astype(np.float32)
 
 
 @dataclass

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import math
 import os
+import stat
+import sys
 from pathlib import Path
 
 from ..encoders import DEFAULT_ENCODER, load_encoder
@@ -13,6 +16,8 @@ from ..evaluation import EvalOptions
 from ..exceptions import ConfigError
 from ..experiment import TrainingData, Workspace
 from ..util.fields import arg_type
+
+logger = logging.getLogger(__name__)
 
 
 def add_common(parser: argparse.ArgumentParser) -> None:
@@ -171,9 +176,30 @@ def nonnegative_int(text: str) -> int:
     return _int_at_least(text, 0, "an integer >= 0")
 
 
+def _spool(source, label: str) -> str:
+    """Copy a stream (stdin, a FIFO) into a temporary file, removed when disembed exits: the
+    readers index files by byte offset and read them twice."""
+    import atexit
+    import shutil
+    import tempfile
+
+    with tempfile.NamedTemporaryFile("wb", prefix="disembed-input-", suffix=".txt",
+                                     delete=False) as tmp:
+        shutil.copyfileobj(source, tmp, 1 << 20)
+    atexit.register(lambda: Path(tmp.name).unlink(missing_ok=True))
+    logger.info("read %s into %s", label, tmp.name)
+    return tmp.name
+
+
 def input_file(text: str) -> str:
-    """An existing, readable file."""
+    """An existing, readable file; ``-`` (standard input) and named pipes are read into a
+    temporary file first."""
+    if text == "-":  # given twice, the second one reads nothing (an empty input: refused)
+        return _spool(sys.stdin.buffer, "standard input")
     path = Path(text)
+    if path.exists() and stat.S_ISFIFO(path.stat().st_mode):
+        with open(path, "rb") as fifo:
+            return _spool(fifo, f"the pipe {text}")
     if path.is_dir():
         raise argparse.ArgumentTypeError(f"{text} is a directory; expected a file")
     if not path.is_file():

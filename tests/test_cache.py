@@ -91,3 +91,16 @@ def test_put_checks_shape(tmp_path):
     store = EmbeddingStore(tmp_path, HashEncoder(8).identity)
     with pytest.raises(ValueError, match="expected"):
         store.put(["a"], np.zeros((1, 4)))
+
+
+def test_a_float32_cache_never_returns_float16_rounded_vectors(tmp_path):
+    """Issue 22: --cache-dtype float16, then float32, returned the float16-rounded rows."""
+    texts = [f"sentence {i}" for i in range(20)]
+    exact = HashEncoder(dim=32).encode(texts)
+    half = CachedEncoder(HashEncoder(dim=32), tmp_path, dtype="float16")
+    assert not np.array_equal(half.encode(texts), exact)  # rounded, as asked
+    full = CachedEncoder(HashEncoder(dim=32), tmp_path, dtype="float32")
+    np.testing.assert_array_equal(full.encode(texts), exact)
+    again = CachedEncoder(HashEncoder(dim=32), tmp_path, dtype="float32")  # shards reloaded
+    np.testing.assert_array_equal(again.encode(texts), exact)
+    assert again.stats.encoded == 0  # the float32 rows, not the float16 ones, were found

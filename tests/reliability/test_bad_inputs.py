@@ -172,7 +172,8 @@ ROWS = [
     ("search-k-0", SEARCH + " -k 0", 2, "argument -k: expected a positive integer"),
     ("score-k-0", SCORE + " --score ratio -k 0", 2, "argument -k"),
     ("mine-chunk-0", MINE + " --chunk 0", 2, "argument --chunk"),
-    ("mine-top-negative", MINE + " --top -1", 2, "argument --top: expected an integer >= 0"),
+    ("mine-top-negative", MINE + " --top -1", 2, "argument --top: expected a positive integer"),
+    ("mine-top-0", MINE + " --top 0", 2, "argument --top: expected a positive integer"),
     ("analyse-codeswitch-rate-nan", ANALYSE + " --codeswitch-rate nan", 2,
      "expected a finite number"),
     ("analyse-codeswitch-rate-2", ANALYSE.replace("significance", "codeswitch")

@@ -29,6 +29,7 @@ from .common import (
     output_dir,
     pairs_or_all,
     positive_int,
+    seed,
     workspace_from_args,
 )
 
@@ -62,7 +63,7 @@ def add_parser(verbs) -> None:
     p.add_argument("--n-resamples", type=positive_int, default=2000)
     p.add_argument("--max-epochs", type=positive_int, default=None,
                    help="epoch budget for trained methods (default: until early stopping)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=seed, default=0)
     p.add_argument("--out", type=output_dir, default="runs/analysis")
     add_common(p)
     add_workspace_options(p)

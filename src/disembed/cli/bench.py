@@ -39,6 +39,7 @@ from .common import (
     pairs_or_all,
     positive_float,
     positive_int,
+    seed,
     training_path,
     workspace_from_args,
 )
@@ -79,7 +80,7 @@ def add_parser(verbs) -> None:
                         f"(default: {DEFAULT_RECIPE} with "
                         f"{', '.join(f'{k}={v}' for k, v in DEFAULT_RECIPE_PARAMS.items())}, "
                         "every other recipe with its own defaults)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=seed, default=0)
     p.add_argument("--no-floor", action="store_true", help="skip the hash-encoder floor row")
     p.add_argument("--out", type=output_dir, default="runs/bench", help="output directory")
     p.add_argument("--force", action="store_true", help="redo finished runs")

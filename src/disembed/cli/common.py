@@ -172,6 +172,14 @@ def positive_float(text: str) -> float:
     return value
 
 
+def seed(text: str) -> int:
+    """A random seed: an integer in [0, 2**64 - 1] (what numpy and torch accept)."""
+    value = _int_at_least(text, 0, "a seed, an integer >= 0")
+    if value > 2**64 - 1:
+        raise argparse.ArgumentTypeError(f"expected a seed in [0, 2**64 - 1]; got {text!r}")
+    return value
+
+
 def nonnegative_int(text: str) -> int:
     return _int_at_least(text, 0, "an integer >= 0")
 

@@ -23,6 +23,7 @@ from .common import (
     eval_options_from_args,
     input_dir,
     output_file,
+    seed,
     workspace_from_args,
 )
 
@@ -35,7 +36,7 @@ def add_parser(verbs) -> None:
     which.add_argument("--method", default=None, help="an untrained method (baseline)")
     p.add_argument("--tasks", type=csv_list, default=list(DEFAULT_TASKS),
                    help="comma-separated tasks (tatoeba, sts17, wmt20-qe, bucc) or 'all'")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=seed, default=0)
     p.add_argument("--out", type=output_file, default=None,
                    help="write the result with provenance as JSON")
     add_eval_options(p, max_items_default=None)

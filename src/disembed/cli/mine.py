@@ -17,7 +17,6 @@ from .common import (
     finite_float,
     input_dir,
     input_file,
-    nonnegative_int,
     output_dir,
     output_file,
     positive_int,
@@ -72,7 +71,8 @@ def add_parser(verbs) -> None:
     g.add_argument("--mode", choices=MODES, default="max-score", help="candidate retrieval")
     g.add_argument("--threshold", type=finite_float, default=None,
                    help="keep pairs scoring >= this")
-    g.add_argument("--top", type=nonnegative_int, default=None, help="keep at most this many pairs")
+    g.add_argument("--top", type=positive_int, default=None,
+                   help="keep at most this many pairs (>= 1; leave it out to keep all)")
     add_input_options(p)
     add_encoder(p, default=None)
     add_common(p)
@@ -88,6 +88,16 @@ def handle(args: argparse.Namespace) -> int:
                        run_dir=run_dir(args), config=config, model=model,
                        src_lang=args.src_lang, tgt_lang=args.tgt_lang, format=args.format,
                        skip_bad=args.skip_bad_lines, batch_size=args.batch_size)
-    print(f"{len(mined)} pairs -> {args.out} ({args.mode}, {args.margin} margin, "  # noqa: T201
-          f"k={args.k}, {args.backend}; k-NN {mined.seconds['knn']:.1f}s)")
+    print(summary(mined, args))  # noqa: T201
     return 0
+
+
+def summary(mined, args: argparse.Namespace) -> str:
+    """What was written, with every number as it was used (not as it was asked for)."""
+    written = len(mined) if mined.written is None else mined.written
+    dropped = len(mined) - written
+    used = mined.k or args.k  # 0: not recorded (the cluster path)
+    k = f"k={used} (-k {args.k} clamped to the smaller side)" if used < args.k else f"k={used}"
+    extra = f"; {dropped} repeated sentence pairs not written" if dropped else ""
+    return (f"{written} pairs -> {args.out} ({args.mode}, {args.margin} margin, {k}, "
+            f"{args.backend}; k-NN {mined.seconds['knn']:.1f}s{extra})")

@@ -21,6 +21,7 @@ from .common import (
     eval_options_from_args,
     pairs_or_all,
     positive_int,
+    seed,
     workspace_from_args,
 )
 
@@ -41,7 +42,7 @@ def add_parser(verbs) -> None:
                    help="held-out validation pairs per language (as for 'disembed tune')")
     p.add_argument("--tasks", type=csv_list, default=list(DEFAULT_TASKS),
                    help="evaluation sets to encode (and keep out of the pool)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=seed, default=0)
     add_eval_options(p, max_items_default=None)
     add_common(p)
     add_workspace_options(p)

@@ -21,6 +21,7 @@ from .common import (
     items_or_all,
     pairs_or_all,
     positive_int,
+    seed,
     workspace_from_args,
 )
 
@@ -33,7 +34,7 @@ def add_parser(verbs) -> None:
     p.add_argument("--sizes", type=lambda s: [pairs_or_all(x) for x in csv_list(s)],
                    default=[500, 2000, 5000, None],
                    help="pairs per language, 'all' for the pool (default 500,2000,5000,all)")
-    p.add_argument("--seeds", type=lambda s: [int(x) for x in csv_list(s)], default=[0, 1, 2])
+    p.add_argument("--seeds", type=lambda s: [seed(x) for x in csv_list(s)], default=[0, 1, 2])
     p.add_argument("--languages", type=csv_list, default=list(DEFAULT_TRAIN_LANGUAGES))
     p.add_argument("--holdout", type=int, default=300, metavar="N",
                    help="pairs per language held out at every size (as for tune)")

@@ -25,6 +25,7 @@ from .common import (
     pairs_or_all,
     positive_float,
     positive_int,
+    seed,
     training_path,
     workspace_from_args,
 )
@@ -59,7 +60,7 @@ def add_parser(verbs) -> None:
     hp.add_argument("--time-budget", type=float, default=None, metavar="SECONDS",
                     help="training time budget")
     hp.add_argument("--patience", type=positive_int, default=None)
-    hp.add_argument("--seed", type=int, default=0)
+    hp.add_argument("--seed", type=seed, default=0)
     hp.add_argument("--negatives", choices=("paper", "official"), default=None)
     add_training_path(p)
     add_encoder(p)

@@ -18,7 +18,14 @@ from ..experiment.tune import TuneConfig, tune
 from ..methods import tuning_grid
 from ..reports.tune_report import render_tune
 from ..util.fields import arg_type
-from .common import add_common, add_workspace_options, csv_list, pairs_or_all, workspace_from_args
+from .common import (
+    add_common,
+    add_workspace_options,
+    csv_list,
+    pairs_or_all,
+    seed,
+    workspace_from_args,
+)
 
 
 def add_parser(verbs) -> None:
@@ -38,7 +45,7 @@ def add_parser(verbs) -> None:
                    help='override grids, e.g. \'{"seed": {"lr": [0.001, 0.003]}}\'; default: '
                         + "; ".join(f"{m}: {tuning_grid(m)}" for m in DEFAULT_TUNE_METHODS
                                     if tuning_grid(m)))
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=seed, default=0)
     p.add_argument("--out", default="runs/tune")
     add_common(p)
     add_workspace_options(p)

@@ -7,6 +7,7 @@ and row, so one object can mix language pairs (de-en, zh-en, ...).
 from __future__ import annotations
 
 import hashlib
+import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
@@ -16,6 +17,8 @@ import numpy as np
 from ..exceptions import DataError
 from .io import ReadReport, read_aligned, read_tsv
 from .languages import normalize_language
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -84,8 +87,32 @@ def read_parallel_tsv(
     tgt_lang = normalize_language(tgt_lang or tgt_column)
     rows, report = read_tsv(path, [src_column, tgt_column], skip_bad=skip_bad)
     n = len(rows)
-    return ParallelPairs([r[src_column] for r in rows], [r[tgt_column] for r in rows],
-                         [src_lang] * n, [tgt_lang] * n, [report])
+    return check_pairs(ParallelPairs([r[src_column] for r in rows], [r[tgt_column] for r in rows],
+                                     [src_lang] * n, [tgt_lang] * n, [report]), path, report)
+
+
+def check_pairs(pairs: ParallelPairs, path: str | Path, report: ReadReport) -> ParallelPairs:
+    """Refuse a file that gave no pairs; warn about duplicated pairs and pairs whose two
+    sides are the same text (they teach nothing about translation)."""
+    if not len(pairs.src):
+        why = (f"every row was skipped ({report.skipped}, e.g. {report.reasons[0]})"
+               if report.skipped else "it holds no rows after the header")
+        raise DataError(f"{path}: no translation pairs to use: {why}; give a file with at "
+                        "least one pair per row")
+    seen: set[tuple[str, str]] = set()
+    duplicates = identical = 0
+    for a, b in zip(pairs.src, pairs.tgt, strict=True):
+        duplicates += (a, b) in seen
+        seen.add((a, b))
+        identical += a.strip() == b.strip()
+    if duplicates:
+        logger.warning("%s: %d of %d pairs repeat an earlier pair; each copy counts again in "
+                       "training (remove them, e.g. sort -u, if they are not meant to)", path,
+                       duplicates, len(pairs.src))
+    if identical:
+        logger.warning("%s: %d of %d pairs have the same text on both sides (untranslated?); "
+                       "they teach nothing about translation", path, identical, len(pairs.src))
+    return pairs
 
 
 def read_parallel_files(
@@ -95,4 +122,5 @@ def read_parallel_files(
     """Pairs from two line-aligned plain-text files."""
     src_lang, tgt_lang = normalize_language(src_lang), normalize_language(tgt_lang)
     src, tgt, report = read_aligned(src_path, tgt_path, skip_bad=skip_bad)
-    return ParallelPairs(src, tgt, [src_lang] * len(src), [tgt_lang] * len(src), [report])
+    return check_pairs(ParallelPairs(src, tgt, [src_lang] * len(src), [tgt_lang] * len(src),
+                                     [report]), src_path, report)

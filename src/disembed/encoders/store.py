@@ -143,14 +143,25 @@ class EmbeddingStore:
     def _add(self, shard: _Shard, keys: np.ndarray) -> None:
         sid = len(self._shards)
         self._shards.append(shard)
+        exact = shard.dtype == "float32"
         for row, key in enumerate(keys.tolist()):
-            self._index[bytes(key)] = (sid, row)
+            key = bytes(key)
+            old = self._index.get(key)
+            if old is None or exact or self._shards[old[0]].dtype != "float32":
+                self._index[key] = (sid, row)  # a float16 copy never hides a float32 one
+
+    def _usable(self, key: bytes) -> bool:
+        """Cached in a precision this store may return: a float32 store never returns
+        float16-rounded vectors (``--cache-dtype float16`` then ``float32``)."""
+        loc = self._index.get(key)
+        return loc is not None and (self.dtype != "float32"
+                                    or self._shards[loc[0]].dtype == "float32")
 
     def __len__(self) -> int:
         return len(self._index)
 
     def __contains__(self, text: str) -> bool:
-        return text_key(text) in self._index
+        return self._usable(text_key(text))
 
     def missing(self, texts: Sequence[str]) -> list[str]:
         """The distinct texts (first-seen order) that have no cached embedding."""
@@ -159,7 +170,7 @@ class EmbeddingStore:
         for t in texts:
             if t not in seen:
                 seen.add(t)
-                if text_key(t) not in self._index:
+                if not self._usable(text_key(t)):
                     out.append(t)
         return out
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, ClassVar
 
@@ -20,6 +21,8 @@ from ..exceptions import ConfigError
 from ..util.constraints import SEED, Boolean, Interval, Options
 from ..util.fields import check_fields
 from .tasks import check_tasks
+
+logger = logging.getLogger(__name__)
 
 #: Languages of the STS17 and WMT20 QE test sets, each trained paired with English.
 DEFAULT_TRAIN_LANGUAGES = ("ar", "de", "es", "et", "fr", "it", "ne", "nl", "ro", "si", "tr", "zh")
@@ -77,7 +80,12 @@ class TrainingData:
             return
         if not self.languages:
             raise ConfigError("training data needs at least one language, e.g. ('de', 'zh')")
-        langs = tuple(normalize_language(x) for x in self.languages)
+        given = tuple(normalize_language(x) for x in self.languages)
+        langs = tuple(dict.fromkeys(given))
+        if len(langs) < len(given):
+            logger.warning("languages %s name %s more than once (after normalising the codes); "
+                           "each is used once: %s", ",".join(self.languages),
+                           ", ".join(x for x in langs if given.count(x) > 1), ",".join(langs))
         if "en" in langs:
             raise ConfigError("languages are paired with English; leave 'en' out of the list")
         object.__setattr__(self, "languages", langs)

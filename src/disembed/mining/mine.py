@@ -76,12 +76,16 @@ class MineConfig:
 
 @dataclass
 class Mined:
-    """Mined pairs (best first): ``score (p,)``, ``src (p,)``, ``tgt (p,)`` row indices."""
+    """Mined pairs (best first): ``score (p,)``, ``src (p,)``, ``tgt (p,)`` row indices.
+    ``k``: the neighbours used (the asked ``k`` clamped to the smaller side); ``written``:
+    the lines :func:`mine_files` wrote (repeated sentence pairs dropped), ``None`` before."""
 
     score: np.ndarray
     src: np.ndarray
     tgt: np.ndarray
     seconds: dict[str, float] = field(default_factory=dict)
+    k: int = 0
+    written: int | None = None
 
     def __len__(self) -> int:
         return len(self.score)
@@ -100,13 +104,16 @@ def mine_embeddings(x: np.ndarray, y: np.ndarray, config: MineConfig | None = No
     """Mine pairs between unit-row matrices ``x (n, d)`` and ``y (m, d)`` (arrays or memmaps)."""
     cfg = config or MineConfig()
     k = min(cfg.k, len(x), len(y))
+    if k < cfg.k:
+        logger.warning("k=%d but the smaller side has %d sentences: k=%d neighbours are used",
+                       cfg.k, min(len(x), len(y)), k)
     t0 = time.perf_counter()
     lists = search_both(x, y, k, cfg.backend, **cfg.backend_options)
     t1 = time.perf_counter()
     score, src, tgt = candidates(*lists, mode=cfg.mode, kind=cfg.margin)
     keep = select(score, threshold=cfg.threshold, top=cfg.top)
     return Mined(score[keep], src[keep], tgt[keep],
-                 {"knn": t1 - t0, "margin": time.perf_counter() - t1})
+                 {"knn": t1 - t0, "margin": time.perf_counter() - t1}, k=k)
 
 
 def meaning_transform(model, language: str) -> Callable[[np.ndarray], np.ndarray]:
@@ -132,7 +139,7 @@ def mine_files(src: str | Path, tgt: str | Path, encoder: Encoder, out: str | Pa
         embed_s = time.perf_counter() - t0
         mined = mine_embeddings(mats[0], mats[1], cfg)
         mined.seconds["embed"] = embed_s
-        kept = write_pairs(out, mined, cols[0], cols[1])
+        kept = mined.written = write_pairs(out, mined, cols[0], cols[1])
     logger.info("mined %d pairs (%d after text dedup) from %d x %d sentences -> %s", len(mined),
                 kept, len(cols[0]), len(cols[1]), out)
     return mined

@@ -71,7 +71,21 @@ def score_tsv(path: str | Path, encoder: Encoder, out: str | Path, *, src_col: s
                         f"{src_col!r} and {tgt_col!r}, then one pair per line")
     header = [c for c in _header(path) if c != "score"]
     columns = header + [c for c in (src_col, tgt_col) if c not in header]  # missing: an error
-    rows, _ = read_tsv(path, columns, skip_bad=skip_bad, required_nonempty=[src_col, tgt_col])
+    rows, report = read_tsv(path, columns, skip_bad=skip_bad,
+                            required_nonempty=[src_col, tgt_col])
+    if not rows:
+        why = (f"every row was skipped ({report.skipped}, e.g. {report.reasons[0]})"
+               if report.skipped else "it holds only the header row")
+        raise DataError(f"{path}: no pairs to score: {why}; give one pair per line after the "
+                        "header")
+    for name, pool in (("source", src_pool), ("target", tgt_pool)):
+        if pool is not None and not pool:
+            raise DataError(f"the {name} pool has no sentences; give a file with at least one "
+                            "non-empty line, or leave the pool out to use the pairs' own "
+                            f"{name} sentences")
+    if kind == "cosine" and (src_pool is not None or tgt_pool is not None):
+        logger.warning("the reference pools are used only by the margins (--score ratio or "
+                       "distance); --score cosine ignores them")
 
     def embed(texts: list[str]) -> np.ndarray:
         return normalize_rows(encoder.encode(texts, batch_size=batch_size))

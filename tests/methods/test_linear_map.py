@@ -102,3 +102,24 @@ def test_errors_say_what_to_do(mapped_pairs):
         strict.meaning(x[:2], "zh")
     np.testing.assert_array_equal(make_method("linear-map").fit(x, y, "de", "en").meaning(
         x[:2], "zh"), x[:2])
+
+
+def test_a_map_fitted_on_too_few_pairs_warns_about_its_rank(caplog):
+    """Issue 22: linear-map on 20 pairs collapsed the meaning to rank 18 of 64, silently."""
+    import logging
+
+    import numpy as np
+
+    from disembed.methods import make_method
+
+    rng = np.random.default_rng(0)
+    X, Y = rng.normal(size=(20, 64)), rng.normal(size=(20, 64))
+    with caplog.at_level(logging.WARNING, logger="disembed"):
+        model = make_method("linear-map", heldout_fraction=0.0).fit(X, Y, "de", "en")
+    assert model.diagnostics_["de"]["rank"] < 64
+    assert "the de map has rank" in caplog.text and "collapses" in caplog.text
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="disembed"):
+        make_method("linear-map", heldout_fraction=0.0).fit(
+            rng.normal(size=(200, 8)), rng.normal(size=(200, 8)), "de", "en")
+    assert "collapses" not in caplog.text

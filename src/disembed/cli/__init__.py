@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
+from contextlib import contextmanager
 from typing import Sequence
 
 from ..provenance import record_command
+from ..util.cache_dir import CACHE_ENV_VAR
 from ..version import __version__
 from . import (
     analyse,
@@ -52,6 +55,24 @@ def _configure_logging(verbosity: int, quiet: bool) -> None:
     logging.getLogger("disembed").setLevel(level)
 
 
+@contextmanager
+def _cache_dir_everywhere(cache_dir: str | None):
+    """``--cache-dir`` for every cache of the run (the hardware probe's too), not only the
+    embeddings: ``$DISEMBED_CACHE_DIR`` while the verb runs, restored afterwards."""
+    if not cache_dir:
+        yield
+        return
+    before = os.environ.get(CACHE_ENV_VAR)
+    os.environ[CACHE_ENV_VAR] = str(cache_dir)
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(CACHE_ENV_VAR, None)
+        else:
+            os.environ[CACHE_ENV_VAR] = before
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one verb; returns the exit code (0 done, 2 user error, 1 bug, 130 Ctrl-C: see
     :mod:`disembed.cli.errors`)."""
@@ -63,7 +84,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ignore_file_size_signal()
     try:
         check_args(args)  # no output overlaps an input: before any work
-        with verb_output(quiet=args.quiet, no_progress=args.no_progress):
+        with verb_output(quiet=args.quiet, no_progress=args.no_progress), \
+                _cache_dir_everywhere(getattr(args, "cache_dir", None)):
             return int(args.handler(args) or 0)
     except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001 - every error ends here
         return report(args.verb, exc, args.verbose)

@@ -28,6 +28,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import math
 import os
 import shutil
 import tempfile
@@ -226,6 +227,9 @@ def download_sets(names: Sequence[str] | None = None, data_dir: str | os.PathLik
     Every set is tried even when an earlier one fails; a broken transfer is tried up to
     ``attempts`` times with exponential ``backoff`` (seconds). Raises
     :class:`DownloadFailures` at the end, listing every set that failed, if any did."""
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) \
+            or not math.isfinite(timeout) or timeout <= 0:
+        raise ConfigError(f"timeout must be a finite number of seconds > 0; got {timeout!r}")
     cat = load_catalog(catalog)
     root = download_dir(data_dir)
     retry = Retry(timeout, attempts, backoff)

@@ -65,6 +65,10 @@ def _load_average() -> float | None:
         return None
 
 
+#: at most this many threads per available CPU (more only thrashes)
+MAX_THREADS_PER_CPU = 4
+
+
 def _positive_int(value: str, name: str) -> int:
     try:
         n = int(value)
@@ -73,6 +77,11 @@ def _positive_int(value: str, name: str) -> int:
     if n < 1:
         raise ConfigError(f"{name} must be a positive integer, got {value!r}; unset it or "
                           "give a thread count such as 1 or 2")
+    cpus = max(len(available_cpus()), 1)
+    if n > MAX_THREADS_PER_CPU * cpus:
+        raise ConfigError(f"{name}={value} is more than {MAX_THREADS_PER_CPU} threads per CPU "
+                          f"({cpus} CPUs available here); give at most "
+                          f"{MAX_THREADS_PER_CPU * cpus}, or unset it to let disembed choose")
     return n
 
 

@@ -66,6 +66,20 @@ def fit_lstsq(X: np.ndarray, Y: np.ndarray, ridge: float = 0.0
     return W[:-1].T, W[-1]
 
 
+def _warn_rank(A: np.ndarray, lang: str, n: int) -> int:
+    """The rank of a fitted map ``A (d, d)``; a warning when it is below ``d`` (a
+    least-squares map of ``n`` pairs spans at most ``n - 1`` directions), since the meaning
+    part of that language then collapses into fewer dimensions."""
+    rank = int(np.linalg.matrix_rank(np.asarray(A, np.float64)))
+    d = A.shape[0]
+    if rank < d:
+        logger.warning("linear-map: the %s map has rank %d of %d (fitted on %d pairs): the "
+                       "meaning part of %s collapses into %d dimensions; give more than %d "
+                       "pairs of that language, or use solver='procrustes' (full rank)",
+                       lang, rank, d, n, lang, rank, d)
+    return rank
+
+
 def _orthogonal(Xc: np.ndarray, Yc: np.ndarray) -> np.ndarray:
     U, _, Vt = np.linalg.svd(Yc.T @ Xc)
     return U @ Vt  # argmin over orthogonal Q of |Xc Q^T - Yc|
@@ -199,7 +213,8 @@ class LinearMap(Disentangler):
             held, fit_rows = order[:n_held], order[n_held:]
             A, b = self._solve(X[fit_rows], Y[fit_rows])
             self.maps_[lang] = (A.astype(np.float32), b.astype(np.float32))
-            diag: dict[str, Any] = {"n_fit": int(len(fit_rows)), "matrix": map_diagnostics(A)}
+            diag: dict[str, Any] = {"n_fit": int(len(fit_rows)), "matrix": map_diagnostics(A),
+                                    "rank": _warn_rank(A, lang, len(fit_rows))}
             if n_held:
                 diag["heldout"] = improvement(X[held], Y[held], X[held] @ A.T + b)
             self.diagnostics_[lang] = diag

@@ -32,7 +32,8 @@ def add_parser(verbs) -> None:
                          f"downloadable set); known: {', '.join(set_names())}")
     dl.add_argument("--keep-downloads", action="store_true",
                     help="keep the verified upstream files in <data>/.disembed-downloads")
-    dl.add_argument("--timeout", type=positive_float, default=60.0, help="network timeout in seconds")
+    dl.add_argument("--timeout", type=positive_float, default=60.0,
+                    help="network timeout in seconds (a finite number > 0)")
     add_common(dl)
     dl.set_defaults(handler=handle_download)
     ls = actions.add_parser("list", help="show which sets are present, where, and if they verify")

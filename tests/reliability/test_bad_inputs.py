@@ -211,6 +211,73 @@ ROWS = [
      "argument --params"),
     ("bench-params-not-json", BENCH + " --params {badutf8}", 2, "argument --params"),
     ("export-no-model", "export --model {nodir} --out {out}/exp", 2, "is not a saved"),
+    # issue 22, 1: outputs never touch what the user owns
+    ("evaluate-out-is-model-file", "evaluate --model {model} --tasks sts17 --out "
+     "{model}/config.json", 2, "lies inside the input folder --model"),
+    ("evaluate-out-in-data", EVAL + " --out {data}/sts17/en-de.tsv", 2,
+     "lies inside the input folder (a data set)"),
+    ("train-out-in-cache", "train --method mean-centering --pairs {pairs} --src-col de "
+     "--tgt-col en --out {cache}/m --encoder hash:8", 2, "lies inside the input folder (the embedding cache)"),
+    ("mine-run-dir-in-data", MINE + " --run-dir {data}/parallel/run", 2,
+     "parallel/run lies inside the input folder (a data set)"),
+    ("export-out-is-model", "export --model {model} --out {model} --overwrite", 2,
+     "is the input folder --model"),
+    ("export-out-is-parent", "export --model {model} --out {root} --overwrite", 2,
+     "holds the input folder --model"),
+    ("export-overwrite-users-folder", "export --model {model} --out {userdir} --overwrite", 2,
+     "not written by disembed (it has no readable manifest, .disembed-manifest.json): "
+     "thesis.tex"),
+    # 3: reuse only what is provably the same
+    ("evaluate-reordered-config", "evaluate --model {reordered} --tasks sts17", 2,
+     "does not match its own checksum"),
+    ("mine-reordered-config", "mine {s} {t} --out {out}/m.tsv --model {reordered} --src-lang "
+     "de --tgt-lang en", 2, "does not match its own checksum"),
+    # 4: every option and file checked against its declaration
+    ("bench-params-unknown-method", BENCH + " --params {sedp}", 2, "Did you mean 'seed'"),
+    ("bench-params-lr-fast", BENCH + " --params {fastp}", 2,
+     "seed: lr must be a finite number in (0, inf); got 'fast'"),
+    ("bench-params-method-not-run", BENCH + " --params {lirp}", 2,
+     "lir: rank must be an integer in [1, inf); got -3"),
+    ("scale-params-unknown-method", "scale --encoder hash:8 --params {sedp}", 2,
+     "Did you mean 'seed'"),
+    ("tune-grid-empty-list", "tune --encoder hash:8 --grid "
+     '{{"seed":{{"lr":[]}}}}', 2, "'lr' is an empty list, so there would be nothing to try"),
+    ("tune-grid-scalar", "tune --encoder hash:8 --grid "
+     '{{"seed":{{"lr":0.1}}}}', 2, "'lr' must be a list of values to try"),
+    ("tune-grid-lr-fast", "tune --encoder hash:8 --grid "
+     '{{"seed":{{"lr":["fast"]}}}}', 2, "lr must be a finite number"),
+    ("tune-grid-unknown-method", "tune --encoder hash:8 --grid "
+     '{{"sed":{{"lr":[0.1]}}}}', 2, "Did you mean 'seed'"),
+    ("data-download-timeout-nan", "data download --timeout nan --data-dir {out}/d", 2,
+     "argument --timeout: expected a finite number"),
+    ("data-download-timeout-0", "data download --timeout 0 --data-dir {out}/d", 2,
+     "argument --timeout: expected a number > 0"),
+    # 5: text in, text out, faithfully
+    ("encode-utf16-without-bom", "encode {u16} --out {out}/e.npy --encoder hash:8", 2,
+     "is UTF-16LE text, not UTF-8; convert it first: iconv -f UTF-16LE -t UTF-8"),
+    ("encode-utf16-with-bom", "encode {u16bom} --out {out}/e.npy --encoder hash:8", 2,
+     "is UTF-16 text, not UTF-8; convert it first: iconv -f UTF-16 -t UTF-8"),
+    ("mine-utf16", "mine {u16} {t} --out {out}/m.tsv --encoder hash:8", 2,
+     "is UTF-16LE text, not UTF-8"),
+    ("train-pairs-utf16", "train --method mean-centering --pairs {u16} --src-col de --tgt-col "
+     "en --out {out}/m --encoder hash:8", 2, "iconv -f UTF-16LE -t UTF-8"),
+    ("mine-tab-in-sentence", "mine {tabs} {t} --out {out}/m.tsv --encoder hash:8", 2,
+     "3 tab-separated fields; expected two, 'id<TAB>sentence'"),
+    # 6 and 7: no internal error, no silent fallback
+    ("train-header-only-pairs", "train --method mean-centering --pairs {hdr} --src-col de "
+     "--tgt-col en --out {out}/m --encoder hash:8", 2, "it holds no rows after the header"),
+    ("train-every-row-skipped", "train --method mean-centering --pairs {badrows} --src-col de "
+     "--tgt-col en --out {out}/m --encoder hash:8 --skip-bad-lines", 2,
+     "every row was skipped (2,"),
+    ("score-header-only", "score {hdrst} --out {out}/sc.tsv --encoder hash:8", 2,
+     "no pairs to score: it holds only the header row"),
+    ("score-empty-src-pool", SCORE + " --score ratio --src-pool {empty}", 2,
+     "the source pool has no sentences"),
+    *[(f"{verb}-seed-past-2^64", VERBS[verb] + " --seed 99999999999999999999999", 2,
+       "argument --seed: expected a seed in [0, 2**64 - 1]")
+      for verb in ("train", "evaluate", "bench", "analyse")],
+    ("tune-seed-negative", "tune --encoder hash:8 --seed -1", 2, "argument --seed: expected "
+     "a seed, an integer >= 0"),
 ]
 
 
@@ -222,6 +289,7 @@ def test_bad_input_is_a_clear_error(row_id, template, code, fragment, env, tmp_p
     assert fragment in err, f"{argv}: {fragment!r} not in stderr:\n{err}"
     assert "Traceback" not in err
     last = err.strip().splitlines()[-1]
-    assert last.startswith(f"disembed {argv[0]}: error: "), last
+    verb = " ".join(argv[:2]) if argv[0] == "data" else argv[0]
+    assert last.startswith(f"disembed {verb}: error: "), last
     assert not (tmp_path / "out").exists() or not any((tmp_path / "out").rglob("*")), \
         f"{argv}: wrote outputs before failing"

@@ -82,7 +82,30 @@ def build_world(root: Path) -> World:
     blob[-3] ^= 0x40
     (flipped / "model.safetensors").write_bytes(bytes(blob))
     assert json.loads((root / "model" / "config.json").read_text())["weights_sha256"]
+    _issue_22_files(w, root)
     return w
+
+
+def _issue_22_files(w: World, root: Path) -> None:
+    """The files of issue 22's cases."""
+    reordered = w.add("reordered", root / "reordered")
+    shutil.copytree(root / "model", reordered)
+    config = json.loads((reordered / "config.json").read_text())
+    config["learned"]["languages"] = config["learned"]["languages"][::-1]
+    (reordered / "config.json").write_text(json.dumps(config))
+    w.add("root", root)
+    users = w.add("userdir", _mkdir(root / "in" / "userdir"))
+    (users / "thesis.tex").write_text("mine", encoding="utf-8")
+    text = "\n".join(LINES) + "\n"
+    w.text("u16.txt", text.encode("utf-16-le"))
+    w.text("u16bom.txt", text.encode("utf-16"))
+    w.text("tabs.tsv", "s1\tSatz eins\tmehr\ns2\tSatz zwei\n")
+    w.text("hdr.tsv", "de\ten\n")
+    w.text("badrows.tsv", "de\ten\n\tx\ny\t\n")
+    w.text("hdrst.tsv", "src\ttgt\n")
+    w.text("sedp.json", '{"sed": {"lr": 0.1}}')
+    w.text("fastp.json", '{"seed": {"lr": "fast"}}')
+    w.text("lirp.json", '{"lir": {"rank": -3}}')
 
 
 def _mkdir(path: Path) -> Path:

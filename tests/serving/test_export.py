@@ -234,7 +234,7 @@ def test_export_never_deletes_its_model_or_a_users_folder(trained, tmp_path):
     shutil.copytree(root / "mean-centering", model)
     (parent / "notes.txt").write_text("mine")
     for out in (model, parent):
-        with pytest.raises(ConfigError, match="holds that input folder|is that input folder"):
+        with pytest.raises(ConfigError, match="holds the input folder|is the input folder"):
             export_model(model, out, overwrite=True)
         assert main(["export", "--model", str(model), "--out", str(out), "--overwrite"]) == 2
     assert (model / "config.json").is_file() and (parent / "notes.txt").read_text() == "mine"

@@ -52,9 +52,9 @@ def _inputs(args: argparse.Namespace) -> list[Endpoint]:
     if isinstance(getattr(args, "bench", None), str):
         found.append(Endpoint("--bench", args.bench, "dir"))
     if hasattr(args, "data_dir"):
-        found += [Endpoint("the data set folder", p, "dir") for p in _data_sets(args.data_dir)]
+        found += [Endpoint("(a data set)", p, "dir") for p in _data_sets(args.data_dir)]
     if hasattr(args, "cache_dir"):
-        found.append(Endpoint("the embedding cache", args.cache_dir or default_cache_dir(),
+        found.append(Endpoint("(the embedding cache)", args.cache_dir or default_cache_dir(),
                               "dir"))
     return found
 

@@ -45,17 +45,17 @@ def _inside(child: Path, parent: Path) -> bool:
 
 def _problem(out: Endpoint, inp: Endpoint) -> str | None:
     o, i = out.resolved, inp.resolved
+    named = f"{inp.option} {inp.path}"
     if inp.kind == "file":
-        if o == i:
-            return None  # reported by _same_file, in the message every verb used before
         if out.kind == "replaced-dir" and _inside(i, o):
-            return "holds that input: replacing the folder would delete it"
-        return None
+            return f"holds the input {named}: replacing the folder would delete it"
+        return None  # the same file: reported by check_outputs in every verb's old words
     if _inside(o, i):
         where = "is" if o == i else "lies inside"
-        return f"{where} that input folder: writing there would change or destroy what it holds"
+        return (f"{where} the input folder {named}: writing there would change or destroy "
+                "what it holds")
     if out.kind == "replaced-dir" and _inside(i, o):
-        return "holds that input folder: replacing it would delete it"
+        return f"holds the input folder {named}: replacing the folder would delete it"
     return None
 
 
@@ -74,9 +74,8 @@ def check_outputs(outputs: Iterable[Endpoint], inputs: Iterable[Endpoint]) -> No
             why = _problem(out, inp)
             if why:
                 raise ConfigError(
-                    f"{out.option} {out.path} {why} ({inp.option} {inp.path}); choose an "
-                    f"{out.option} outside every input (the model, data and cache folders "
-                    "and the input files)")
+                    f"{out.option} {out.path} {why}; choose an {out.option} outside every "
+                    "input (the model, data and cache folders and the input files)")
 
 
 __all__ = ["Endpoint", "check_outputs"]

@@ -217,7 +217,8 @@ ROWS = [
     ("evaluate-out-in-data", EVAL + " --out {data}/sts17/en-de.tsv", 2,
      "lies inside the input folder (a data set)"),
     ("train-out-in-cache", "train --method mean-centering --pairs {pairs} --src-col de "
-     "--tgt-col en --out {cache}/m --encoder hash:8", 2, "lies inside the input folder (the embedding cache)"),
+     "--tgt-col en --out {cache}/m --encoder hash:8", 2,
+     "lies inside the input folder (the embedding cache)"),
     ("mine-run-dir-in-data", MINE + " --run-dir {data}/parallel/run", 2,
      "parallel/run lies inside the input folder (a data set)"),
     ("export-out-is-model", "export --model {model} --out {model} --overwrite", 2,

@@ -223,3 +223,102 @@ def test_a_model_saved_without_a_checksum_still_loads(env, tmp_path, caplog):
     X = np.random.default_rng(0).standard_normal((3, 16)).astype(np.float32)
     np.testing.assert_array_equal(model.meaning(X, "de"),
                                   load_disentangler(env["model"]).meaning(X, "de"))
+
+
+# --- issue 22: summaries and warnings say what happened ----------------------------------
+
+def test_mine_says_the_pairs_it_wrote_and_the_k_it_used(env, tmp_path, capsys, caplog):
+    """It printed "3 pairs" and wrote 2, and "k=50" on 5 sentences."""
+    src = env.text("dup-s.tsv", "s1\tHallo Welt\ns2\tHallo Welt\ns3\tGuten Tag\n")
+    tgt = env.text("dup-t.tsv", "t1\tHallo Welt\nt2\tGuten Tag\n")
+    out = tmp_path / "m.tsv"
+    code, stdout, err = run_cli(["mine", str(src), str(tgt), "--out", str(out), "--encoder",
+                                 "hash:8", "-k", "50"], capsys)
+    assert code == 0, err
+    written = len(out.read_text().splitlines()) - 1
+    assert stdout.startswith(f"{written} pairs -> "), stdout
+    assert "k=2 (-k 50 clamped to the smaller side)" in stdout
+    assert "k=50 but the smaller side has 2 sentences" in caplog.text
+
+
+def test_score_says_cosine_ignores_pools(env, tmp_path, capsys, caplog):
+    code, _, err = run_cli(env.argv("score {st} --out {out}/sc.tsv --encoder hash:8 "
+                                    "--src-pool {a}", tmp_path), capsys)
+    assert code == 0, err
+    assert "--score cosine ignores them" in caplog.text
+
+
+def test_train_warns_about_duplicated_identical_pairs_and_repeated_languages(
+        env, tmp_path, capsys, caplog):
+    pairs = env.text("dups.tsv", "de\ten\n" + "".join(f"Satz {i}\tSentence {i}\n"
+                                                      for i in range(25))
+                     + "Satz 1\tSentence 1\nHallo\tHallo\n")
+    code, _, err = run_cli(["train", "--method", "mean-centering", "--pairs", str(pairs),
+                            "--src-col", "de", "--tgt-col", "en", "--out", str(tmp_path / "m"),
+                            "--encoder", "hash:8"], capsys)
+    assert code == 0, err
+    assert "1 of 27 pairs repeat an earlier pair" in caplog.text
+    assert "1 of 27 pairs have the same text on both sides" in caplog.text
+    from disembed.experiment import TrainingData
+
+    data = TrainingData(("de", "deu", "de"), 20)
+    assert data.languages == ("de",)
+    assert "name de more than once" in caplog.text
+
+
+def test_the_hardware_probe_cache_follows_cache_dir(env, tmp_path, capsys, monkeypatch):
+    from disembed.util.cache_dir import default_cache_dir
+
+    seen = []
+    import disembed.cli.info as info_verb
+
+    real = info_verb.probe if hasattr(info_verb, "probe") else None
+    assert real is not None
+    monkeypatch.setattr(info_verb, "probe", lambda *a, **k: seen.append(
+        str(default_cache_dir())) or real(*a, **k))
+    code, _, err = run_cli(["info", "--cache-dir", str(tmp_path / "c")], capsys)
+    assert code == 0, err
+    assert seen == [str(tmp_path / "c")]
+    assert list((tmp_path / "c" / "hardware").glob("*.json"))
+    assert str(default_cache_dir()) != str(tmp_path / "c")  # restored after the verb
+
+
+def test_extreme_finite_vectors_score_right(env, tmp_path, capsys):
+    """An npy: matrix of finite values near 1e38 scored 0.000000 (search)."""
+    texts = ["alpha", "beta", "gamma"]
+    matrix = np.array([[1e38, 0, 0], [0, 2e38, 0], [1e38, 1e38, 0]], np.float32)
+    np.save(tmp_path / "big.npy", matrix)
+    (tmp_path / "big.txt").write_text("\n".join(texts) + "\n", encoding="utf-8")
+    q = env.text("bigq.txt", "alpha\n")
+    code, _, err = run_cli(["search", str(q), str(tmp_path / "big.txt"), "--out",
+                            str(tmp_path / "q.tsv"), "--encoder", f"npy:{tmp_path / 'big.npy'}",
+                            "-k", "3"], capsys)
+    assert code == 0, err
+    rows = [line.split("\t") for line in (tmp_path / "q.tsv").read_text().splitlines()[1:]]
+    assert [float(r[2]) for r in rows] == pytest.approx([1.0, 2 ** -0.5, 0.0], abs=1e-6)
+
+
+def test_standard_input_is_read_with_a_dash(env, tmp_path, capsys, monkeypatch):
+    import io
+    import sys
+
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"eins\nzwei\n")))
+    code, _, err = run_cli(["encode", "-", "--out", str(tmp_path / "e.npy"), "--encoder",
+                            "hash:8"], capsys)
+    assert code == 0, err
+    assert (tmp_path / "e.txt").read_text() == "eins\nzwei\n"
+    assert np.load(tmp_path / "e.npy").shape == (2, 8)
+
+
+def test_environment_settings_are_checked(monkeypatch):
+    from disembed.exceptions import ConfigError
+    from disembed.hardware.threads import choose_threads
+    from disembed.util.locks import lock_timeout
+
+    monkeypatch.setenv("DISEMBED_NUM_THREADS", "100000")
+    with pytest.raises(ConfigError, match="DISEMBED_NUM_THREADS=100000 is more than 4 threads"):
+        choose_threads()
+    for bad in ("nan", "-1", "soon"):
+        monkeypatch.setenv("DISEMBED_LOCK_TIMEOUT", bad)
+        with pytest.raises(ConfigError, match="expected a number of seconds >= 0"):
+            lock_timeout()

@@ -19,6 +19,7 @@ import subprocess
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 from harness import finish, kill_points, run_disembed, snapshot, start_disembed, temp_files
 from tiny_data import add_full_data, write_tiny_data
@@ -360,3 +361,42 @@ def _big_mine(root: Path, src, tgt, run_dir: Path, out: str) -> list[str]:
     t = _write(root / "in" / "t.tsv", tgt)
     return ["mine", str(s), str(t), "--out", str(root / out), "--run-dir", str(run_dir),
             "--encoder", "hash:16", "--chunk", "64", "-k", "4"]
+
+
+# --- export killed: no work folder left for good (issue 22: 341 MB left behind) ------------
+
+@pytest.mark.slow
+def test_export_killed_leaves_nothing_after_the_next_export(tmp_path):
+    """SIGKILL at the first and a middle event of an export (the harness's counted fsyncs
+    and renames): the old export stays whole, and the next export removes the dead one's
+    work folder."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parents[1] / "serving"))
+    from test_export import EN, build_tiny_bert
+
+    from disembed import load_encoder
+    from disembed.methods import make_method
+
+    bert = build_tiny_bert(tmp_path / "bert")
+    enc = load_encoder(f"st:{bert}", pooling="mean")
+    rng = np.random.default_rng(0)
+    words = [" ".join(rng.choice(EN, size=3)) for _ in range(60)]
+    X = enc.encode(words)
+    model = make_method("mean-centering").fit(X, X[::-1], "de", "en")
+    model.save(tmp_path / "m", metadata={"encoder": enc.identity.to_dict(),
+                                         "encoder_spec": f"st:{bert}"})
+    argv = ["export", "--model", str(tmp_path / "m"), "--out", str(tmp_path / "exp"),
+            "--overwrite"]
+    assert run_disembed(argv, tmp_path / "p0").code == 0
+    done = run_disembed(argv, tmp_path / "p1")  # an overwrite: the events of each kill run
+    assert done.code == 0, done.stderr
+    before = snapshot(sorted((tmp_path / "exp").rglob("*.json")))
+    for point in kill_points(done.events, 3, seed=5):
+        hurt = run_disembed(argv, tmp_path / f"p{point}", kill_at=point)
+        assert hurt.killed, (point, hurt.code, hurt.stderr)
+        assert (tmp_path / "exp" / "modules.json").is_file()  # old or new, never gone
+        again = run_disembed(argv, tmp_path / f"q{point}")
+        assert again.code == 0, again.stderr
+        assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
+        assert snapshot(sorted((tmp_path / "exp").rglob("*.json"))) == before

@@ -208,3 +208,21 @@ def test_an_edited_config_is_refused_and_an_older_one_loads_with_a_warning(env, 
     with caplog.at_level("WARNING", logger="disembed"):
         assert load_disentangler(path).method == "mean-centering"
     assert "without a checksum of its own content" in caplog.text
+
+
+@pytest.mark.parametrize("exchange", [True, False], ids=["swap", "move-aside"])
+def test_replace_folder_puts_the_new_folder_in_place(exchange, tmp_path, monkeypatch):
+    from disembed.util import files
+
+    if not exchange:
+        monkeypatch.setattr(files, "_exchange", lambda a, b: False)
+    new, target = tmp_path / ".t.tmp-1" / "model", tmp_path / "t"
+    for folder, text in ((new, "new"), (target, "old")):
+        folder.mkdir(parents=True)
+        (folder / "f.txt").write_text(text)
+    files.replace_folder(new, target)
+    assert (target / "f.txt").read_text() == "new"
+    assert (new / "f.txt").read_text() == "old"  # left for the caller to delete
+    fresh = tmp_path / "fresh"
+    files.replace_folder(target, fresh)  # no target yet: a plain rename
+    assert (fresh / "f.txt").read_text() == "new" and not target.exists()

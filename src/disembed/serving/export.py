@@ -27,7 +27,7 @@ from typing import Any
 from ..exceptions import ConfigError, require
 from ..methods import MeaningMap
 from ..saved_model import SavedModel
-from ..util.files import atomic_write_text, remove_stale_temps
+from ..util.files import atomic_write_text, remove_stale_temps, replace_folder
 from ..util.jsonsafe import dumps_json
 from ..util.manifest import check_replaceable, write_manifest
 from ..util.overlap import Endpoint, check_outputs
@@ -97,9 +97,7 @@ def export_model(model_dir: str | os.PathLike, out_dir: str | os.PathLike, *,
         card = model_card(info, base.description, read_scores(model_dir, scores))
         atomic_write_text(folder / "README.md", card)
         write_manifest(folder, "disembed export")
-        if out_dir.exists():  # moved aside, deleted with the work folder: never half gone
-            os.replace(out_dir, work / "previous")
-        os.replace(folder, out_dir)
+        replace_folder(folder, out_dir)  # the old export ends in the work folder
     finally:
         shutil.rmtree(work, ignore_errors=True)
     logger.info("exported %s (%s) to %s", model.method, model_dir, out_dir)

@@ -217,6 +217,45 @@ class AtomicFile:
             raise
 
 
+_RENAME_EXCHANGE = 2  # linux/fs.h
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap two paths in one step (Linux ``renameat2(RENAME_EXCHANGE)``); ``False`` where
+    the system or the file system cannot."""
+    import ctypes
+    import ctypes.util
+
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        renameat2 = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    at_fdcwd = -100
+    rc = renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), _RENAME_EXCHANGE)
+    return rc == 0
+
+
+def replace_folder(new: str | os.PathLike, target: str | os.PathLike) -> None:
+    """Put the folder ``new`` at ``target``; an existing ``target`` ends at ``new``'s path
+    (for the caller to delete). Where the system can, the two are swapped in one step, so a
+    kill leaves the old folder or the new one at ``target``, never none; elsewhere the old
+    one is moved aside first (a kill in between leaves ``target`` missing, the old folder at
+    ``new``'s path)."""
+    new, target = Path(new), Path(target)
+    try:
+        if not target.exists():
+            os.replace(new, target)
+        elif not _exchange(new, target):
+            aside = new.with_name(new.name + ".previous")
+            os.replace(target, aside)
+            os.replace(new, target)
+            os.replace(aside, new)
+    except OSError as exc:
+        raise _name_os_error(exc, target) from None
+    _fsync_dir(target.parent)
+
+
 def atomic_write_bytes(path: str | os.PathLike, chunks: Iterable[bytes]) -> Path:
     """Write ``chunks`` to ``path`` so readers see either the old file or the whole new one
     (see :class:`AtomicFile`); on any error ``path`` is untouched."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 
 from .analysis import compare_scores, language_id_probe
+from .data.languages import normalize_language
 from .data.parallel import ParallelPairs, read_parallel_files, read_parallel_tsv
 from .data.training_set import build_training_set
 from .encoders import DEFAULT_ENCODER, Encoder, EncoderIdentity, load_encoder
@@ -29,8 +30,10 @@ from .experiment import (
 )
 from .experiment.analyse import AnalysisConfig, run_analyses
 from .methods import METHODS, Disentangler, load_disentangler, make_method
+from .methods.language_id import LanguagePrediction
 from .mining import MineConfig, mine_embeddings, mine_files, score_tsv, search_files
 from .results import ExperimentResult, RunResult
+from .saved_model import calibrate_saved
 from .serving import export_model
 from .training import TrainConfig
 from .version import __version__
@@ -39,7 +42,8 @@ logging.getLogger("disembed").addHandler(logging.NullHandler())
 
 __all__ = [
     "__version__", "AnalysisConfig", "BenchConfig", "DEFAULT_ENCODER", "Disentangler",
-    "Encoder", "EncoderIdentity", "EvalOptions", "ExperimentResult", "METHODS", "MineConfig",
+    "Encoder", "EncoderIdentity", "EvalOptions", "ExperimentResult", "LanguagePrediction",
+    "METHODS", "MineConfig", "calibrate_saved", "normalize_language",
     "export_model",
     "ParallelPairs", "RunResult", "RunSpec", "TrainConfig", "TrainingData", "Workspace",
     "build_training_set", "cached", "compare_scores", "embed_pairs", "evaluate", "fit_method",

@@ -173,4 +173,27 @@ class SavedModel:
         return self.metadata.encoder
 
 
-__all__ = ["ModelMetadata", "SavedModel"]
+def calibrate_saved(directory: str | Path, language: str, texts: list[str], *,
+                    out: str | Path | None = None, encoder: str | None = None,
+                    cache_dir: str | Path | None = None, batch_size: int = 64) -> SavedModel:
+    """Add ``language`` to the saved model in ``directory`` from unlabeled ``texts`` of it
+    (:meth:`~disembed.methods.Disentangler.calibrate`: its mean, its class in the language
+    identifier), and save it to ``out`` (default: in place, each file written atomically).
+    The metadata records how many sentences calibrated which language; ``export`` and
+    ``serve`` read the calibrated model like any other."""
+    from .data.languages import normalize_language
+    from .encoders.cached import cached
+
+    code = normalize_language(language)
+    texts = [t for t in texts if t.strip()]
+    saved = SavedModel.load(directory, encoder)
+    X = cached(saved.encoder, cache_dir).encode(texts, batch_size=batch_size)
+    model = saved.disentangler.calibrate(X, code)
+    metadata = dict(getattr(model, "metadata_", {}) or {})
+    metadata["calibrated"] = {**metadata.get("calibrated", {}), code: {"sentences": len(texts)}}
+    target = Path(out) if out is not None else Path(directory)
+    model.save(target, metadata=metadata)
+    return SavedModel.load(target, encoder)
+
+
+__all__ = ["ModelMetadata", "SavedModel", "calibrate_saved"]

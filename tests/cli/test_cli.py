@@ -207,3 +207,29 @@ def test_training_path_flags_reach_trained_recipes(env, capsys):
     assert main(["train", "--method", "seed", "--encoder", "hash:16", "--languages", "de",
                  "--speed", "compiled", "--out", str(env / "x")]) == 2
     assert "set deterministic=False" in capsys.readouterr().err
+
+
+def test_calibrate_adds_a_language_to_a_saved_model(env, capsys):
+    import numpy as np
+
+    from disembed.encoders import HashEncoder
+    from disembed.methods import load_disentangler
+
+    tsv = env / "pairs.tsv"
+    tsv.write_text("de\ten\n" + "".join(f"Satz {i}\tSentence {i}\n" for i in range(30)))
+    assert main(["train", "--method", "mean-centering", "--encoder", "hash:16", "--pairs",
+                 str(tsv), "--src-col", "de", "--tgt-col", "en", "--out", str(env / "mc")]) == 0
+    ja = env / "ja.txt"
+    ja.write_text("".join(f"文 {i}\n" for i in range(40)))
+    before = load_disentangler(env / "mc")
+    X = HashEncoder(16).encode([f"文 {i}" for i in range(40)])
+    assert main(["calibrate", "--model", str(env / "mc"), "--language", "jpn", str(ja),
+                 "--out", str(env / "mc-ja")]) == 0
+    assert "'ja'" in capsys.readouterr().out
+    after = load_disentangler(env / "mc-ja")
+    assert "ja" in after.known_languages() and "ja" not in before.known_languages()
+    assert after.metadata_["calibrated"] == {"ja": {"sentences": 40}}
+    np.testing.assert_allclose(after.meaning(X, "ja"), X - X.mean(0), atol=1e-5)
+    assert main(["calibrate", "--model", str(env / "mc"), "--language", "xx-nonsense",
+                 str(ja)]) == 2
+    assert "nearest known" in capsys.readouterr().err

@@ -15,6 +15,7 @@ from ..version import __version__
 from . import (
     analyse,
     bench,
+    calibrate,
     data,
     encode,
     evaluate,
@@ -33,8 +34,8 @@ from .errors import ignore_file_size_signal, report
 from .output import verb_output
 from .overlap import check_args
 
-VERBS = (data, prepare, encode, tune, train, evaluate, bench, scale, analyse, mine, score,
-         search, export, serve, info)
+VERBS = (data, prepare, encode, tune, train, evaluate, calibrate, bench, scale, analyse, mine,
+         score, search, export, serve, info)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -14,7 +14,7 @@ import functools
 import logging
 import time
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Literal, Mapping, Sequence
 
 import numpy as np
 
@@ -108,12 +108,19 @@ def fit_method(method: str | Disentangler, encoder: Encoder, pairs: ParallelPair
 
 def evaluate(model: Disentangler, encoder: Encoder,
              tasks: Sequence[str | Task] = DEFAULT_TASKS, *, options: EvalOptions | None = None,
-             data_dir: str | Path | None = None, batch_size: int = 64) -> list[TaskScores]:
+             data_dir: str | Path | None = None, batch_size: int = 64,
+             tags: Literal["gold", "none"] = "gold") -> list[TaskScores]:
     """Each task on the meaning and language parts of ``model``; one ``TaskScores`` each.
 
     ``tasks``: registry names (built from ``options``, every item by default) or task
-    instances.
+    instances. ``tags``: ``"gold"`` gives the model each sentence's language, ``"none"``
+    gives it none (the model identifies the language from the embedding, as a user
+    without tags has it). A language the model never saw is always handled inductively
+    (the model's fallback or calibration; nothing from the test set).
     """
+    if tags not in ("gold", "none"):
+        raise ConfigError(f"tags must be 'gold' or 'none'; got {tags!r}")
+    views = model.views if tags == "gold" else (lambda X, _language: model.views(X, None))
     options = options or EvalOptions()
     names = [t for t in tasks if isinstance(t, str)]
     built = iter(build_tasks(names, options, data_dir=None if data_dir is None else str(
@@ -123,7 +130,7 @@ def evaluate(model: Disentangler, encoder: Encoder,
         task = next(built) if isinstance(task, str) else task
         t0 = time.perf_counter()
         scores = task.evaluate(lambda texts: encoder.encode(texts, batch_size=batch_size),
-                               model.views)
+                               views)
         logger.info("%s: %s done in %.1fs", type(model).__name__, scores.task,
                     time.perf_counter() - t0)
         results.append(scores)

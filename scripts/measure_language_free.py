@@ -1,0 +1,196 @@
+"""Measure language-free meaning (issue 17) on the default job's training set: which language
+identifier (chosen on held-out training pairs, no test set), its accuracy per Tatoeba
+language, gold-tag vs no-tag scores of the default recipe and mean-centering (paired
+bootstrap over items), unseen Tatoeba-14 languages inductively (fallbacks and a calibration
+on a disjoint half; the transductive figure only as a labelled extra), and the calibration
+curve. Writes ``OUT/language_free.json`` and ``OUT/language_free.md``.
+
+    python scripts/measure_language_free.py --out runs/langfree
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import logging
+from pathlib import Path
+
+import numpy as np
+
+from disembed.analysis.significance import compare_scores
+from disembed.encoders import load_encoder
+from disembed.encoders.base import supported_languages
+from disembed.encoders.cached import cached
+from disembed.evaluation import EvalOptions
+from disembed.experiment import (
+    DEFAULT_RECIPE,
+    DEFAULT_RECIPE_PARAMS,
+    TrainingData,
+    build_tasks,
+    evaluate,
+)
+from disembed.experiment.steps import embed_pairs, load_training_set
+from disembed.methods import make_method
+from disembed.methods.language_id import KINDS, LanguageIdentifier
+
+logger = logging.getLogger("measure_language_free")
+TASKS = ("tatoeba", "sts17", "wmt20-qe")
+CURVE = (10, 30, 100, 300, 1000)
+
+
+def retrieval(a: np.ndarray, b: np.ndarray) -> float:
+    """Tatoeba's acc_mean: xx->en and en->xx nearest-neighbour accuracy, x100."""
+    a = a / np.linalg.norm(a, axis=1, keepdims=True)
+    b = b / np.linalg.norm(b, axis=1, keepdims=True)
+    sim = a @ b.T
+    idx = np.arange(len(a))
+    return float(50 * ((sim.argmax(1) == idx).mean() + (sim.argmax(0) == idx).mean()))
+
+
+def choose_identifier(X, langs, seed=0):
+    """Each kind fitted on 80% of the training rows, accuracy on the other 20%."""
+    rng = np.random.default_rng(seed)
+    val = rng.random(len(X)) < 0.2
+    out = {}
+    for kind in KINDS:
+        pred = LanguageIdentifier(kind).fit(X[~val], langs[~val]).predict(X[val])
+        per = {lang: float((pred.nearest[langs[val] == lang] == lang).mean() * 100)
+               for lang in sorted(set(langs))}
+        out[kind] = {"mean": float(np.mean(list(per.values()))), "per_language": per,
+                     "unknown_share": float((pred.codes == "unknown").mean() * 100)}
+    return out
+
+
+def lid_accuracy(model, enc, languages, max_items):
+    """Per Tatoeba language: share of source sentences identified as their language."""
+    (task,) = build_tasks(["tatoeba"], EvalOptions(max_items=max_items,
+                                                   tatoeba_languages=languages),
+                          supported=supported_languages(enc))
+    known = set(model.known_languages())
+    rows = {}
+    for subset in task.load_subsets():
+        subset = task.subsample(subset)
+        pred = model.predict_language(enc.encode(subset.texts_a))
+        lang = subset.lang_a
+        rows[lang] = {"n": len(subset), "trained": lang in known,
+                      "correct": float((pred.codes == lang).mean() * 100),
+                      "unknown": float((pred.codes == "unknown").mean() * 100),
+                      "confidence": float(pred.confidence.mean()),
+                      "top": max(pred.summary().items(), key=lambda kv: kv[1])[0]}
+    return rows
+
+
+def gold_vs_none(model, enc, max_items):
+    opts = EvalOptions(max_items=max_items)
+    gold = evaluate(model, enc, TASKS, options=opts, tags="gold")
+    none = evaluate(model, enc, TASKS, options=opts, tags="none")
+    out = {}
+    for g, n in zip(gold, none, strict=True):
+        test = compare_scores(n, g, labels=("none", "gold")).bootstrap
+        out[g.task] = {"subset": g.main_subset, "gold": 100 * g.main_score(),
+                       "none": 100 * n.main_score(), "delta": 100 * test.delta,
+                       "ci": [100 * test.ci_low, 100 * test.ci_high], "items": test.n_items}
+    return out
+
+
+def unseen_inductive(models, enc, languages, max_items, curve_langs):
+    """Unseen languages: the evaluated 300 items split in halves A/B (seeded); scores on B.
+    Calibration on A's sentences (disjoint from B); transductive: calibrated on B itself."""
+    (task,) = build_tasks(["tatoeba"], EvalOptions(max_items=None,
+                                                   tatoeba_languages=tuple(languages)),
+                          supported=supported_languages(enc))
+    rows, curve = {}, {}
+    for subset in task.load_subsets():
+        lang = subset.lang_a
+        full = subset
+        sub = _take(task, subset, max_items)
+        Ea, Eb = enc.encode(sub.texts_a), enc.encode(sub.texts_b)
+        half = np.random.default_rng([0, len(sub)]).permutation(len(sub))
+        A, B = half[: len(sub) // 2], half[len(sub) // 2 :]
+        row = {"n_eval": len(B), "raw": retrieval(Ea[B], Eb[B])}
+        for label, model in models.items():
+            en = model.meaning(Eb[B], "en")
+            row[f"{label} gold-tag (nearest)"] = retrieval(model.meaning(Ea[B], lang), en)
+            row[f"{label} no tag"] = retrieval(model.meaning(Ea[B]), en)
+            glob = copy.deepcopy(model)
+            glob.unknown_language = "global"
+            row[f"{label} global mean"] = retrieval(glob.meaning(Ea[B], lang), en)
+            cal = copy.deepcopy(model).calibrate(Ea[A], lang)
+            row[f"{label} calibrated (half A)"] = retrieval(cal.meaning(Ea[B], lang), en)
+            row[f"{label} calibrated, no tag"] = retrieval(cal.meaning(Ea[B]), en)
+            trans = copy.deepcopy(model).calibrate(Ea[B], lang)
+            row[f"{label} transductive (B's own mean)"] = retrieval(trans.meaning(Ea[B], lang),
+                                                                    en)
+            if lang in curve_langs:
+                rest = np.setdiff1d(np.arange(len(full)), _chosen(task, full, max_items))
+                pool = enc.encode([full.texts_a[i] for i in rest])
+                for n in CURVE:
+                    if n <= len(pool):
+                        c = copy.deepcopy(model).calibrate(pool[:n], lang)
+                        curve.setdefault(label, {}).setdefault(lang, {})[n] = retrieval(
+                            c.meaning(Ea[B], lang), en)
+        rows[lang] = row
+        logger.info("%s: %s", lang, {k: round(v, 1) for k, v in row.items()})
+    return rows, curve
+
+
+def _chosen(task, subset, max_items):
+    if max_items is None or len(subset) <= max_items:
+        return np.arange(len(subset))
+    import zlib
+
+    rng = np.random.default_rng([task.seed, zlib.crc32(subset.name.encode("utf-8"))])
+    return np.sort(rng.choice(len(subset), size=max_items, replace=False))
+
+
+def _take(task, subset, max_items):
+    return subset.take(_chosen(task, subset, max_items))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default="runs/langfree")
+    ap.add_argument("--max-items", type=int, default=300)
+    ap.add_argument("--lid-languages", default="tatoeba-36")
+    ap.add_argument("--curve-languages", default="ru,hi,th,vi")
+    args = ap.parse_args()
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s",
+                        datefmt="%H:%M:%S")
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    enc = cached(load_encoder("e5-small"))
+    pairs = load_training_set(TrainingData(), TASKS).pairs
+    src, tgt = embed_pairs(enc, pairs)
+    X = np.concatenate([src, tgt])
+    langs = np.array(list(pairs.src_lang) + list(pairs.tgt_lang), dtype=object)
+    report = {"encoder": "e5-small", "training": {"pairs": len(pairs),
+                                                  "languages": sorted(set(pairs.src_lang))}}
+    report["identifier_validation"] = choose_identifier(X, langs)
+    best = max(KINDS, key=lambda k: report["identifier_validation"][k]["mean"])
+    report["identifier_chosen"] = best
+    logger.info("identifier on held-out training rows: %s", {
+        k: round(v["mean"], 1) for k, v in report["identifier_validation"].items()})
+    models = {}
+    for label, name, params in (("default", DEFAULT_RECIPE, DEFAULT_RECIPE_PARAMS),
+                                ("mean-centering", "mean-centering", {})):
+        model = make_method(name, **params).fit(src, tgt, pairs.src_lang, pairs.tgt_lang)
+        if model.language_id_.kind != best:
+            model.language_id_ = LanguageIdentifier(best).fit(X, langs)
+        models[label] = model
+    report["lid_tatoeba"] = lid_accuracy(models["default"], enc, args.lid_languages,
+                                         args.max_items)
+    report["gold_vs_none"] = {label: gold_vs_none(m, enc, args.max_items)
+                              for label, m in models.items()}
+    logger.info("gold vs none: %s", report["gold_vs_none"])
+    trained = set(models["default"].known_languages())
+    unseen = [x for x in ("ar", "bg", "de", "el", "es", "fr", "hi", "ru", "sw", "th", "tr",
+                          "ur", "vi", "zh") if x not in trained]
+    report["unseen"], report["curve"] = unseen_inductive(
+        models, enc, unseen, args.max_items, set(args.curve_languages.split(",")))
+    (out / "language_free.json").write_text(json.dumps(report, indent=2))
+    logger.info("wrote %s", out / "language_free.json")
+
+
+if __name__ == "__main__":
+    main()

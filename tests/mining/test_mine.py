@@ -90,10 +90,21 @@ def test_mine_embeddings_top_and_duplicates(tmp_path):
     np.testing.assert_array_equal(top.score, mined.score[:5])
 
 
-def test_meaning_view_needs_languages(tmp_path):
+def test_meaning_view_without_languages_identifies_them_and_center_is_checked(tmp_path):
+    import numpy as np
+
+    from disembed import make_method
+
     src = write(tmp_path / "s.txt", SRC)
-    with pytest.raises(ConfigError, match="src_lang and tgt_lang"):
-        mine_files(src, src, HashEncoder(dim=8), tmp_path / "o.tsv", run_dir=tmp_path / "r",
-                   model=object())
+    enc = HashEncoder(dim=8)
+    X = enc.encode(SRC)
+    model = make_method("mean-centering").fit(X, X + 1.0, "de", "en")
+    mine_files(src, src, enc, tmp_path / "o.tsv", run_dir=tmp_path / "r", model=model)
+    got = np.load(tmp_path / "r" / "src.npy")
+    want = model.meaning(X)  # the languages the model predicts; stored unit-normalised
+    want /= np.linalg.norm(want, axis=1, keepdims=True)
+    np.testing.assert_allclose(got, want, atol=1e-5)
+    with pytest.raises(ConfigError, match="center must be"):
+        mine_files(src, src, enc, tmp_path / "o2.tsv", run_dir=tmp_path / "r2", center="batch")
     with pytest.raises(ConfigError, match="mode must be one of"):
         MineConfig(mode="both")

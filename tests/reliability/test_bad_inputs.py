@@ -153,8 +153,8 @@ ROWS = [
      2, "was trained on encoder hash:16"),
     ("mine-model-other-encoder", "mine {s} {t} --out {out}/m.tsv --model {model} --src-lang de "
      "--tgt-lang en --encoder hash:8", 2, "was trained on encoder hash:16"),
-    ("mine-model-without-languages", "mine {s} {t} --out {out}/m.tsv --model {model}", 2,
-     "needs the language of each file"),
+    ("mine-model-bad-language", "mine {s} {t} --out {out}/m.tsv --model {model} --src-lang "
+     "xx-nonsense --tgt-lang en", 2, "Unknown language code 'xx-nonsense' (nearest known"),
     ("bench-bad-second-encoder", BENCH.replace("hash:8", "hash:8,nope"), 2,
      "Unknown encoder 'nope'"),
     ("bench-bad-second-dim", BENCH.replace("hash:8", "hash:8,hash:0"), 2,

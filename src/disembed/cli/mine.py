@@ -32,7 +32,8 @@ def add_input_options(p: argparse.ArgumentParser) -> None:
                    help="skip empty/undecodable lines (counted) instead of stopping")
     g.add_argument("--model", type=input_dir, default=None,
                    help="a saved disentangler folder: use its meaning view instead of raw "
-                        "embeddings (needs --src-lang/--tgt-lang)")
+                        "embeddings (the language of each sentence is identified by the "
+                        "model unless --src-lang/--tgt-lang name it)")
     g.add_argument("--src-lang", default=None, help="language of the first file (e.g. de)")
     g.add_argument("--tgt-lang", default=None, help="language of the second file (e.g. en)")
     g.add_argument("--run-dir", type=output_dir, default=None,
@@ -73,6 +74,9 @@ def add_parser(verbs) -> None:
                    help="keep pairs scoring >= this")
     g.add_argument("--top", type=positive_int, default=None,
                    help="keep at most this many pairs (>= 1; leave it out to keep all)")
+    g.add_argument("--center", choices=("none", "corpus"), default="none",
+                   help="corpus: subtract each file's own mean before the search "
+                        "(transductive: a sentence's vector then depends on its file)")
     add_input_options(p)
     add_encoder(p, default=None)
     add_common(p)
@@ -87,7 +91,8 @@ def handle(args: argparse.Namespace) -> int:
     mined = mine_files(args.src, args.tgt, encoder, args.out,
                        run_dir=run_dir(args), config=config, model=model,
                        src_lang=args.src_lang, tgt_lang=args.tgt_lang, format=args.format,
-                       skip_bad=args.skip_bad_lines, batch_size=args.batch_size)
+                       skip_bad=args.skip_bad_lines, batch_size=args.batch_size,
+                       center=args.center)
     print(summary(mined, args))  # noqa: T201
     return 0
 

@@ -18,7 +18,7 @@ import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Literal
 
 import numpy as np
 
@@ -124,18 +124,27 @@ def meaning_transform(model, language: str) -> Callable[[np.ndarray], np.ndarray
 def mine_files(src: str | Path, tgt: str | Path, encoder: Encoder, out: str | Path, *,
                run_dir: str | Path, config: MineConfig | None = None, model=None,
                src_lang: str | None = None, tgt_lang: str | None = None,
-               format: Format = "auto", skip_bad: bool = False, batch_size: int = 64) -> Mined:
-    """Mine ``src`` x ``tgt`` and write the TSV ``out``; ``model`` switches to its meaning view."""
+               format: Format = "auto", skip_bad: bool = False, batch_size: int = 64,
+               center: Literal["none", "corpus"] = "none") -> Mined:
+    """Mine ``src`` x ``tgt`` and write the TSV ``out``; ``model`` switches to its meaning view
+    (``src_lang``/``tgt_lang`` ``None``: the model identifies each sentence's language).
+
+    ``center="corpus"`` subtracts each file's own mean from its vectors before the search:
+    transductive (a sentence's vector then depends on the rest of its file), asked for by
+    name for a whole corpus; every other path is row by row."""
     cfg = config or MineConfig()
-    if model is not None and not (src_lang and tgt_lang):
-        raise ConfigError("mining with a disentangler's meaning view needs the language of "
-                          "each file: pass src_lang and tgt_lang (--src-lang/--tgt-lang)")
+    if center not in ("none", "corpus"):
+        raise ConfigError(f"center must be 'none' or 'corpus'; got {center!r}")
     t0 = time.perf_counter()
     cols = [open_collection(src, format, skip_bad, "source"),
             open_collection(tgt, format, skip_bad, "target")]
     with folder_lock(run_dir):  # one writer per run folder (a second run waits)
         mats = _embed_both(cols, ("src", "tgt"), (src_lang, tgt_lang), encoder, Path(run_dir),
                            model, chunk=cfg.chunk, batch_size=batch_size)
+        if center == "corpus":
+            mats = [np.asarray(m, np.float32) - np.asarray(m, np.float32).mean(axis=0)
+                    for m in mats]
+            logger.info("centred each file by its own mean (transductive, --center corpus)")
         embed_s = time.perf_counter() - t0
         mined = mine_embeddings(mats[0], mats[1], cfg)
         mined.seconds["embed"] = embed_s
@@ -172,7 +181,7 @@ def _model_key(model) -> str:
     """A stable digest of a fitted model's class, parameters and learned state."""
     h = hashlib.blake2b(digest_size=8)
     h.update(f"{type(model).__name__}:{sorted(model.get_params().items())!r}".encode())
-    for name, value in sorted(model._state().items()):
+    for name, value in sorted(model.saved_state()[0].items()):
         h.update(name.encode())
         h.update(np.ascontiguousarray(value).tobytes())
     return h.hexdigest()

@@ -87,6 +87,23 @@ def embed_pairs(encoder: Encoder, pairs: ParallelPairs, *, batch_size: int = 64
     return both[: len(pairs)], both[len(pairs) :]
 
 
+#: the view that scores the meaning part with no language tag (the model identifies it)
+UNTAGGED_VIEW = "untagged"
+
+
+def with_untagged(model: Disentangler) -> Callable[[np.ndarray, str], dict[str, np.ndarray]]:
+    """``model.views`` plus, for a model that uses a language, the meaning part computed
+    without the tag (:data:`UNTAGGED_VIEW`): what a user without tags gets, beside the
+    gold-tag score in every table."""
+    def views(X: np.ndarray, language: str) -> dict[str, np.ndarray]:
+        out = model.views(X, language)
+        if model.uses_language and getattr(model, "language_id_", None) is not None:
+            out[UNTAGGED_VIEW] = model.meaning(X, None)
+        return out
+
+    return views
+
+
 def fit_method(method: str | Disentangler, encoder: Encoder, pairs: ParallelPairs, *,
                params: Mapping[str, Any] | None = None, batch_size: int = 64,
                checkpoint_dir: str | Path | None = None,
@@ -120,7 +137,8 @@ def evaluate(model: Disentangler, encoder: Encoder,
     """
     if tags not in ("gold", "none"):
         raise ConfigError(f"tags must be 'gold' or 'none'; got {tags!r}")
-    views = model.views if tags == "gold" else (lambda X, _language: model.views(X, None))
+    views = with_untagged(model) if tags == "gold" else (
+        lambda X, _language: model.views(X, None))
     options = options or EvalOptions()
     names = [t for t in tasks if isinstance(t, str)]
     built = iter(build_tasks(names, options, data_dir=None if data_dir is None else str(

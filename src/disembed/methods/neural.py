@@ -250,6 +250,7 @@ class NeuralDisentangler(Disentangler):
         X = self._check(X)
         means = None
         if getattr(self, "centering_", None) is not None:
+            self.centering_.unknown_language = self.unknown_language  # one policy, the model's
             means = self.centering_.language(X, languages)  # (n, d) mu of each row
             X = X - means
         m_out = np.empty_like(X)

@@ -153,9 +153,12 @@ def render_bench(result: ExperimentResult, *, figure: bool = False,
         f"{env.get('torch')}, {env.get('cpu_count')} CPUs, {env.get('created_utc')}.",
         "",
         *([f"Settings: {'; '.join(cfg['notes'])}.", ""] if cfg.get("notes") else []),
-        "Scores x100. **meaning**: higher is better. **language**: the language part on the "
-        "same task; lower means less meaning leaked into it. The hash row is a random "
-        "encoder: chance level.",
+        "Scores x100. **meaning**: higher is better (each sentence's gold language tag given; "
+        "a language the model never saw gets its inductive fallback, nothing from the test "
+        "set). **untagged**: the same with no tag, the model identifying each sentence's "
+        "language from its embedding ('-': the recipe uses no language). **language**: the "
+        "language part on the same task; lower means less meaning leaked into it. The hash "
+        "row is a random encoder: chance level.",
         "",
         *([f"![scores of every run]({SUMMARY_PNG})", ""] if figure else []),
         "## Summary",

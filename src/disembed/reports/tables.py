@@ -13,7 +13,9 @@ from typing import Sequence, Union
 from ..evaluation.task_scores import TaskScores
 
 Labeled = Union[tuple[str, TaskScores], TaskScores]
-DEFAULT_VIEWS = ("meaning", "language")
+#: "untagged": the meaning part with no language tag given (the model identifies it;
+#: ``experiment.steps.with_untagged``), "-" for models that use no language
+DEFAULT_VIEWS = ("meaning", "untagged", "language")
 
 
 def format_score(value: float | None) -> str:
@@ -66,6 +68,8 @@ def summary_table(results: Sequence[Labeled], views: Sequence[str] = DEFAULT_VIE
     tasks: dict[str, tuple[str, str]] = {}  # task -> (main metric, main subset)
     for _, s in pairs:
         tasks.setdefault(s.task, (s.main_metric, s.main_subset))
+    present = {v for _, s in pairs for v in s.views()}
+    views = [v for v in views if v in present or v in ("meaning", "language")]
     labels = list(dict.fromkeys(label for label, _ in pairs))
     header = ["method"] + [f"{t} {view} ({metric}, {subset})"
                            for t, (metric, subset) in tasks.items() for view in views]

@@ -83,3 +83,31 @@ def test_calibrate_adds_a_language_that_survives_save_and_load(name, tmp_path):
     loaded = load_disentangler(model.save(tmp_path / "m"))
     np.testing.assert_array_equal(loaded.meaning(ja[100:], "ja"), after)
     np.testing.assert_array_equal(loaded.meaning(ja[100:]), model.meaning(ja[100:]))
+
+
+def test_a_model_saved_before_issue_17_loads_and_says_what_it_lacks(tmp_path, caplog):
+    import json
+
+    model = fitted("mean-centering")
+    path = model.save(tmp_path / "m")
+    config = json.loads((path / "config.json").read_text())
+    config["params"]["unknown_language"] = "batch"  # the removed transductive policy
+    del config["learned"]["language_id"]
+    config["state"] = {k: v for k, v in config["state"].items()
+                       if not k.startswith("language_id.")}
+    (path / "config.json").write_text(json.dumps(config))
+    from safetensors.numpy import load_file, save_file
+
+    state = {k: v for k, v in load_file(str(path / "model.safetensors")).items()
+             if not k.startswith("language_id.")}
+    save_file(state, str(path / "model.safetensors"))
+    config["weights_sha256"] = __import__("hashlib").sha256(
+        (path / "model.safetensors").read_bytes()).hexdigest()
+    (path / "config.json").write_text(json.dumps(config))
+    with caplog.at_level(logging.WARNING, logger="disembed"):
+        old = load_disentangler(path)
+    assert old.unknown_language == "nearest" and "'batch'" in caplog.text
+    X, langs = _labelled()
+    np.testing.assert_array_equal(old.meaning(X, langs), model.meaning(X, langs))
+    with pytest.raises(ConfigError, match="older disembed"):
+        old.meaning(X)

@@ -92,7 +92,19 @@ def gold_vs_none(model, enc, max_items):
         test = compare_scores(n, g, labels=("none", "gold")).bootstrap
         out[g.task] = {"subset": g.main_subset, "gold": 100 * g.main_score(),
                        "none": 100 * n.main_score(), "delta": 100 * test.delta,
-                       "ci": [100 * test.ci_low, 100 * test.ci_high], "items": test.n_items}
+                       "ci": [100 * test.ci_low, 100 * test.ci_high], "items": test.n_items,
+                       "per_subset": _per_subset(g, n)}
+    return out
+
+
+def _per_subset(gold, none) -> dict[str, list[float]]:
+    """Subset -> [gold, no tag] x100 of the main metric on the meaning view."""
+    out = {}
+    for r in gold.rows:
+        if r.view == "meaning" and r.metric == gold.main_metric:
+            other = [x.value for x in none.rows
+                     if (x.view, x.subset, x.metric) == (r.view, r.subset, r.metric)]
+            out[r.subset] = [100 * r.value, 100 * other[0] if other else float("nan")]
     return out
 
 

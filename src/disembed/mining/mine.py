@@ -22,6 +22,7 @@ from typing import Any, Callable, Literal
 
 import numpy as np
 
+from ..data.languages import normalize_language
 from ..encoders import Encoder
 from ..exceptions import ConfigError, DataError
 from ..retrieval.margin import MARGINS, MODES, Margin, Mode, candidates, check_choice, select
@@ -135,6 +136,9 @@ def mine_files(src: str | Path, tgt: str | Path, encoder: Encoder, out: str | Pa
     cfg = config or MineConfig()
     if center not in ("none", "corpus"):
         raise ConfigError(f"center must be 'none' or 'corpus'; got {center!r}")
+    # checked before anything is written (None: identified by the model, row by row)
+    src_lang, tgt_lang = (None if x is None else normalize_language(x)
+                          for x in (src_lang, tgt_lang))
     t0 = time.perf_counter()
     cols = [open_collection(src, format, skip_bad, "source"),
             open_collection(tgt, format, skip_bad, "target")]

@@ -25,12 +25,24 @@ logger = logging.getLogger("disembed")
 
 _receiver: ContextVar[Callable[[float], Any] | None] = ContextVar("disembed_progress",
                                                                   default=None)
+_silenced: ContextVar[bool] = ContextVar("disembed_no_progress", default=False)
 
 
 def progress_enabled() -> bool:
-    if os.environ.get("DISEMBED_PROGRESS", "1") == "0":
+    if _silenced.get() or os.environ.get("DISEMBED_PROGRESS", "1") == "0":
         return False
     return logger.getEffectiveLevel() <= logging.INFO
+
+
+@contextmanager
+def no_progress() -> Iterator[None]:
+    """No bars inside the block, in this thread or task only (a service answering requests
+    draws none, whatever the log level; other threads keep theirs)."""
+    token = _silenced.set(True)
+    try:
+        yield
+    finally:
+        _silenced.reset(token)
 
 
 def progress_bar(total: int | None, desc: str, unit: str = "it", *, leave: bool = True,

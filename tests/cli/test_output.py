@@ -111,3 +111,15 @@ def test_quiet_and_no_progress_reach_the_libraries_and_are_given_back(monkeypatc
         assert logging.getLogger("transformers").level != logging.ERROR  # only -q quietens
     with verb_output(quiet=False, no_progress=False):
         assert hf_logging.is_progress_bar_enabled()
+
+
+def test_no_progress_silences_bars_in_its_block_only(capsys, bars_on):
+    from disembed.progress import no_progress
+
+    with no_progress():
+        with progress_bar(3, "hidden") as bar:
+            bar.update(3)
+    with progress_bar(3, "shown") as bar:
+        bar.update(3)
+    err = capsys.readouterr().err
+    assert "hidden" not in err and "shown" in err

@@ -48,9 +48,24 @@ class ExportResult:
     dim: int
 
 
-def _prompt_name(prefix: str) -> str:
-    stripped = prefix.strip().rstrip(":").lower()
-    return stripped if stripped in ("passage", "query") else "default"
+E5_PROMPTS = {"query": "query: ", "document": "passage: "}
+
+
+def export_prompts(prefix: str) -> tuple[dict[str, str], str | None]:
+    """The export's ``prompts`` and ``default_prompt_name``, as sentence-transformers expects.
+
+    ``encode`` applies the default prompt (the prefix the model was trained with), so it
+    reproduces disembed's meaning vectors; ``encode_document`` picks the ``document`` prompt
+    and ``encode_query`` the ``query`` prompt. For e5 these are e5's own ``passage: `` and
+    ``query: `` prefixes (the meaning head is applied to either side); any other encoder has
+    one prefix, used for both.
+    """
+    if not prefix:
+        return {}, None
+    side = prefix.strip().rstrip(":").lower()
+    if prefix in E5_PROMPTS.values():
+        return dict(E5_PROMPTS), "query" if side == "query" else "document"
+    return {"query": prefix, "document": prefix}, "document"
 
 
 def export_model(model_dir: str | os.PathLike, out_dir: str | os.PathLike, *,
@@ -77,10 +92,10 @@ def export_model(model_dir: str | os.PathLike, out_dir: str | os.PathLike, *,
     work = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=out_dir.parent))
     try:
         base = base_pipeline(identity, work)
-        prompts = {_prompt_name(base.prefix): base.prefix} if base.prefix else {}
+        prompts, default_prompt = export_prompts(base.prefix)
         st_model = st.SentenceTransformer(
             modules=[*base.modules, *meaning_modules(mmap)], device="cpu", prompts=prompts,
-            default_prompt_name=next(iter(prompts), None))
+            default_prompt_name=default_prompt)
         folder = work / "model"
         st_model.save(str(folder), create_model_card=False)
         info = _export_info(saved, mmap, base.notes + mmap.notes)

@@ -1,0 +1,57 @@
+"""The real e5-small export, run by plain sentence-transformers where disembed cannot be
+imported, equals disembed's meaning vectors: ``encode`` and ``encode_document`` on the
+passage side the model was trained on, ``encode_query`` on e5's query side."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("sentence_transformers")
+
+from fresh_st import cosines, encode_in_fresh_process  # noqa: E402
+
+from disembed import load_encoder  # noqa: E402
+from disembed.data.paths import resolve_data_dir  # noqa: E402
+from disembed.data.tatoeba import load_tatoeba  # noqa: E402
+from disembed.exceptions import DisembedError  # noqa: E402
+from disembed.methods import make_method  # noqa: E402
+from disembed.serving import export_model  # noqa: E402
+
+BAR = 0.9999
+
+
+def tatoeba_or_skip(lang: str):
+    try:
+        return load_tatoeba(lang, resolve_data_dir(None))
+    except DisembedError as exc:
+        pytest.skip(f"no Tatoeba data: {exc}")
+
+
+def train_and_save(name, params, enc, langs, folder, n=60):
+    """``name`` fitted on the first ``n`` Tatoeba pairs of each of ``langs`` with English."""
+    sets = [tatoeba_or_skip(lang) for lang in langs]
+    X = np.vstack([enc.encode(s.source[:n]) for s in sets])
+    Y = np.vstack([enc.encode(s.english[:n]) for s in sets])
+    src = [lang for lang in langs for _ in range(n)]
+    model = make_method(name, **params).fit(X, Y, src, "en")
+    model.save(folder, metadata={"encoder": enc.identity.to_dict(), "encoder_spec": "e5-small"})
+    return model
+
+
+def test_e5_export_encode_query_and_document_match_disembed(tmp_path):
+    enc = load_encoder("e5-small-torch", dtype="float32")
+    query_enc = load_encoder("e5-small-torch", dtype="float32", side="query")
+    model = train_and_save("seed", {"max_epochs": 3, "seed": 0}, enc, ["de", "zh"],
+                           tmp_path / "seed")
+    out = export_model(tmp_path / "seed", tmp_path / "seed-st").path
+    texts = [*tatoeba_or_skip("de").source[500:503], *tatoeba_or_skip("zh").source[500:503]]
+    got = encode_in_fresh_process(
+        [{"dir": str(out), "texts": texts, "call": call}
+         for call in ("encode", "encode_document", "encode_query")], tmp_path)
+    passage = model.meaning(enc.encode(texts), None)
+    query = model.meaning(query_enc.encode(texts), None)
+    assert cosines(got[0], passage).min() >= BAR
+    assert cosines(got[1], passage).min() >= BAR
+    assert cosines(got[2], query).min() >= BAR
+    assert cosines(got[2], passage).max() < BAR  # the query prompt was really applied

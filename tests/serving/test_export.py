@@ -168,7 +168,7 @@ def test_card_metadata_is_what_the_hub_reads(trained, tmp_path):
     and the recipe's paper, parsed back by huggingface_hub."""
     from huggingface_hub import ModelCard
 
-    from disembed.evaluation.results import ScoreRow, TaskScores
+    from disembed.evaluation.task_scores import ScoreRow, TaskScores
 
     root, _ = trained
     scores = TaskScores("sts17", "spearman", "avg:cross-lingual", averages=[
@@ -190,15 +190,6 @@ def test_card_metadata_is_what_the_hub_reads(trained, tmp_path):
     assert "500 items over 2 subsets, a seeded sample of at most 300" in text
     assert "Fukushima" in text and "Libovický" in text  # SEED + its centring
     assert "seed-centered" in text and read_export_info(out)["method"] == "seed-centered"
-
-
-def test_card_names_e5s_hub_id_and_licence():
-    from disembed.serving.model_card import base_model
-
-    assert base_model({"backend": "disembed-torch", "model": "x"}) == (
-        "intfloat/multilingual-e5-small", "mit")
-    assert base_model({"backend": "st", "model": "sentence-transformers/LaBSE"}) == (
-        "sentence-transformers/LaBSE", "apache-2.0")
 
 
 def test_routed_export_card_says_how_to_pass_the_language(trained, tmp_path):

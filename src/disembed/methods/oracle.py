@@ -37,6 +37,8 @@ class Oracle(TwoHeadRecipe):
     """ORACLE's two terms alone on two linear heads; see the module docstring."""
 
     method = "oracle"
+    paper = ("Ki et al. ORACLE: orthogonality constraints against semantic leakage in "
+             "cross-lingual embeddings (2024)")
     oracle_only = True
 
     def __init__(self, lr: float = 1e-4, batch_size: int = 512, max_epochs: int | None = None,

@@ -98,7 +98,8 @@ def export_model(model_dir: str | os.PathLike, out_dir: str | os.PathLike, *,
             default_prompt_name=default_prompt)
         folder = work / "model"
         st_model.save(str(folder), create_model_card=False)
-        info = _export_info(saved, mmap, base.notes + mmap.notes)
+        info = {**_export_info(saved, mmap, base.notes + mmap.notes),
+                "base_model": base.base_model, "license": base.license}
         atomic_write_text(folder / EXPORT_INFO, dumps_json(info) + "\n")
         card = model_card(info, base.description, read_scores(model_dir, scores))
         atomic_write_text(folder / "README.md", card)
@@ -115,7 +116,7 @@ def export_model(model_dir: str | os.PathLike, out_dir: str | os.PathLike, *,
 def _export_info(saved: SavedModel, mmap: MeaningMap, notes: list[str]) -> dict[str, Any]:
     model, meta = saved.disentangler, saved.metadata
     return {"format": "disembed-sentence-transformers-export/1", "method": model.name,
-            "recipe": model.method, "params": model.get_params(),
+            "recipe": model.method, "papers": model.papers(), "params": model.get_params(),
             "encoder": saved.require_identity().to_dict(),
             "encoder_spec": meta.encoder_spec, "dim": mmap.out_dim,
             "by_language": mmap.by_language,

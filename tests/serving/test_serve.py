@@ -241,4 +241,7 @@ def test_a_centred_head_needs_the_language_and_a_raw_head_does_not():
     for method in ("lsar", "leace", "baseline"):  # they need no language: serve asks none
         service = EmbeddingService(enc, _fit(method, enc))
         assert not service.needs_language
-        assert service.languages_for(2, None, "language") == ["und", "und"]
+        assert service.languages_for(2, None, "language") == [None, None]
+        raw = enc.encode(["a b", "c d"])  # served without a language: no 400
+        np.testing.assert_allclose(service.view(raw, "meaning", [None, None]),
+                                   service.model.meaning(raw, None), atol=1e-6)

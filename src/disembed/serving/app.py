@@ -246,11 +246,13 @@ def _add_vector_routes(app, Request, service: EmbeddingService, batcher: MicroBa
         req = parse_embeddings(await read_json(request, limits), service, limits)
         request.state.inputs = len(req.texts)
         raw = await batcher.encode(req.texts)
-        vectors = service.view(raw, req.view, req.languages)
-        return {"object": "list", "model": req.model, "usage": _usage(req.texts),
-                "data": [{"object": "embedding", "index": i,
-                          "embedding": _embedding(v, req.encoding_format)}
-                         for i, v in enumerate(vectors)]}
+        vectors, used, predicted = service.view_with_languages(raw, req.view, req.languages)
+        data = [{"object": "embedding", "index": i,
+                 "embedding": _embedding(v, req.encoding_format)} for i, v in enumerate(vectors)]
+        if service.needs_language and req.view != "raw":  # which language each text counted as
+            for item, code, guessed in zip(data, used, predicted, strict=True):
+                item.update(language=code, language_predicted=guessed)
+        return {"object": "list", "model": req.model, "usage": _usage(req.texts), "data": data}
 
     async def paired(request, names):
         return await _paired(request, names, service, batcher, limits)

@@ -107,13 +107,13 @@ def _view(body: dict, service: EmbeddingService) -> tuple[str, str]:
     return service.view_of(model, view)
 
 
-def _language(value: Any, param: str) -> str | list[str] | None:
+def _language(value: Any, param: str) -> str | list[str | None] | None:
     if value is None or isinstance(value, str) and value:
         return value
-    if isinstance(value, list) and all(isinstance(v, str) and v for v in value):
+    if isinstance(value, list) and all(v is None or isinstance(v, str) and v for v in value):
         return value
-    raise ServiceError(f"'{param}' must be a language code such as \"de\" or a list of codes",
-                       param=param)
+    raise ServiceError(f"'{param}' must be a language code such as \"de\", or a list with one "
+                       "code (or null: predict it) per text", param=param)
 
 
 def _object(body: Any) -> dict:

@@ -16,6 +16,7 @@ the meaning parts of two sides, exactly as the WMT20 QE task scores a pair
 
 from __future__ import annotations
 
+import difflib
 import errno
 import threading
 from dataclasses import dataclass
@@ -24,6 +25,7 @@ from typing import Sequence
 
 import numpy as np
 
+from ..data.languages import known_languages, normalize_language
 from ..encoders import Encoder
 from ..evaluation.metrics import paired_cosine
 from ..exceptions import DisembedError
@@ -31,6 +33,24 @@ from ..methods import Disentangler
 
 #: the placeholder language given to methods that ignore it
 ANY_LANGUAGE = "und"
+#: what a language identifier answers for a text far from every language it knows
+UNKNOWN = "unknown"
+
+
+def _normalize(code: object, param: str) -> str:
+    """``code`` as the canonical code, or a 400 naming the nearest known codes."""
+    if not isinstance(code, str) or not code.strip():
+        raise ServiceError(f"'{param}' must hold language codes such as \"de\"; got {code!r}",
+                           param=param)
+    try:
+        return normalize_language(code)
+    except DisembedError:
+        near = difflib.get_close_matches(code.strip().lower().replace("_", "-").split("-")[0],
+                                         known_languages(), n=5, cutoff=0.5)
+        hint = f"nearest known codes: {', '.join(near)}" if near else "see GET /info"
+        raise ServiceError(f"unknown language code {code!r} in '{param}'; {hint} (ISO 639-1 "
+                           "or 639-3, BCP-47 such as de-DE, or FLORES such as deu_Latn)",
+                           param=param) from None
 
 
 class ServiceError(Exception):
@@ -93,20 +113,14 @@ class EmbeddingService:
 
     def view_dim(self, view: str) -> int:
         """The number of dimensions of ``view``'s vectors."""
-        if view == "raw":
-            return int(self.encoder.dim)
-        probe = np.zeros((1, int(self.encoder.dim)), np.float32)
         if view not in self._dims:
+            probe = np.zeros((1, int(self.encoder.dim)), np.float32)
+            known = list(getattr(self.model, "languages_", []) or [ANY_LANGUAGE])
             try:
-                self._dims[view] = int(self.view(probe, view, self.languages_for(
-                    1, None if not self.needs_language else self._any_language(), "language")
-                ).shape[1])
+                self._dims[view] = int(self.view(probe, view, [str(known[0])]).shape[1])
             except ServiceError:
                 self._dims[view] = int(self.encoder.dim)
         return self._dims[view]
-
-    def _any_language(self) -> str:
-        return str(next(iter(getattr(self.model, "languages_", []) or [ANY_LANGUAGE])))
 
     @property
     def model_ids(self) -> dict[str, str]:
@@ -159,32 +173,67 @@ class EmbeddingService:
             raise ServiceError(f"the encoder cannot embed these texts: {exc}",
                                param="input") from None
 
-    def languages_for(self, n: int, language: str | list[str] | None, param: str) -> list[str]:
-        """One language per text, or the placeholder when the method ignores languages."""
+    def languages_for(self, n: int, language: str | list[str | None] | None, param: str
+                      ) -> list[str | None]:
+        """One normalised language code per text; ``None`` where none was given (predicted
+        by the model when it uses a language, see :meth:`resolve_languages`).
+
+        Every code goes through :func:`~disembed.data.languages.normalize_language`
+        (``de``, ``deu``, ``de-DE``, ``DE``, ``deu_Latn`` are one language); an unknown code
+        is a 400 naming the nearest known ones."""
         if language is None:
-            if self.needs_language:
-                raise ServiceError(f"{self.model.name} needs the language of every text: add "
-                                   f"'{param}': \"de\" (one for all) or a list with one code per "
-                                   "text", param=param)
-            return [ANY_LANGUAGE] * n
+            return [None] * n
         if isinstance(language, str):
-            return [language] * n
+            return [_normalize(language, param)] * n
         if len(language) != n:
             raise ServiceError(f"'{param}' has {len(language)} codes for {n} texts; give one "
                                "code for all or one per text", param=param)
-        return list(language)
+        return [None if code is None else _normalize(code, param) for code in language]
 
-    def view(self, raw: np.ndarray, view: str, languages: list[str]) -> np.ndarray:
-        """One view of ``raw (n, d)`` for texts in ``languages`` (one code per row)."""
+    def resolve_languages(self, raw: np.ndarray, languages: list[str | None]
+                          ) -> tuple[list[str | None], list[bool]]:
+        """``(codes, predicted)``: the language used for each row and whether it was predicted.
+
+        A method that uses no language gets ``None`` rows as they are. For one that does,
+        rows without a code are predicted from the raw embedding by the model's language
+        identifier (``predict_language``); a model without one answers 400 asking for the
+        language. A row predicted ``"unknown"`` is passed on as ``None`` (the model's own
+        fallback for unknown languages)."""
+        codes, predicted = list(languages), [False] * len(languages)
+        missing = [i for i, c in enumerate(codes) if c is None]
+        if not missing or not self.needs_language:
+            return codes, predicted
+        predict = getattr(self.model, "predict_language", None)
+        if predict is None:
+            raise ServiceError(f"{self.model.name} needs the language of every text and this "
+                               "model has no language identifier: add 'language': \"de\" (one "
+                               "for all) or a list with one code per text", param="language")
+        guess = predict(raw[missing])
+        guessed = list(getattr(guess, "codes", None) or getattr(guess, "languages", guess))
+        for i, code in zip(missing, guessed, strict=True):
+            codes[i], predicted[i] = str(code), True
+        return codes, predicted
+
+    def view(self, raw: np.ndarray, view: str, languages: list[str | None]) -> np.ndarray:
+        """One view of ``raw (n, d)`` for texts in ``languages`` (one code or None per row)."""
+        return self.view_with_languages(raw, view, languages)[0]
+
+    def view_with_languages(self, raw: np.ndarray, view: str, languages: list[str | None]
+                            ) -> tuple[np.ndarray, list[str | None], list[bool]]:
+        """``(vectors, languages used, predicted)``; ``raw`` never needs a language."""
         if view == "raw":
-            return raw
+            return raw, list(languages), [False] * len(languages)
         if view == "language" and not self.model.has_language:
             raise ServiceError(f"{self.model.name} has no language part; views: {self.views}",
                                param="model")
+        codes, predicted = self.resolve_languages(raw, languages)
+        given = [None if c == UNKNOWN else c for c in codes]
+        if not self.needs_language:
+            given = [ANY_LANGUAGE if c is None else c for c in given]
         fn = self.model.meaning if view == "meaning" else self.model.language
         try:
-            return np.asarray(fn(raw, languages), dtype=np.float32)
-        except Exception as exc:  # e.g. a language the method was not fitted on
+            return np.asarray(fn(raw, given), dtype=np.float32), codes, predicted
+        except DisembedError as exc:  # e.g. a language the method was not fitted on
             raise ServiceError(f"{self.model.name} could not compute the {view} part: {exc}",
                                param="language") from None
 

@@ -24,13 +24,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..exceptions import ConfigError, require
+from ..data.languages import to_iso3
+from ..exceptions import ConfigError, DisembedError, require
 from ..methods import MeaningMap
 from ..saved_model import SavedModel
 from ..util.files import atomic_write_text
 from ..util.jsonsafe import dumps_json
 from .model_card import model_card, read_scores
-from .st_pipeline import base_pipeline, meaning_modules
+from .st_pipeline import (
+    REMOTE_MODULE_FILE,
+    REMOTE_MODULE_REF,
+    base_pipeline,
+    identifying_module,
+    meaning_modules,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -93,11 +100,17 @@ def export_model(model_dir: str | os.PathLike, out_dir: str | os.PathLike, *,
     try:
         base = base_pipeline(identity, work)
         prompts, default_prompt = export_prompts(base.prefix)
+        identifier = getattr(model, "language_id_", None) if mmap.by_language else None
+        head = ([identifying_module(mmap, identifier, _aliases(mmap.routes),
+                                    str(getattr(model, "unknown_policy", "nearest")))]
+                if identifier is not None else meaning_modules(mmap))
         st_model = st.SentenceTransformer(
-            modules=[*base.modules, *meaning_modules(mmap)], device="cpu", prompts=prompts,
+            modules=[*base.modules, *head], device="cpu", prompts=prompts,
             default_prompt_name=default_prompt)
         folder = work / "model"
         st_model.save(str(folder), create_model_card=False)
+        if identifier is not None:
+            _ship_module(folder)
         info = {**_export_info(saved, mmap, base.notes + mmap.notes),
                 "base_model": base.base_model, "license": base.license}
         atomic_write_text(folder / EXPORT_INFO, dumps_json(info) + "\n")
@@ -113,6 +126,28 @@ def export_model(model_dir: str | os.PathLike, out_dir: str | os.PathLike, *,
                         mmap.out_dim)
 
 
+def _aliases(routes) -> dict[str, str]:
+    """Other spellings of each route's language the export accepts (``deu``, ``deu_Latn``)."""
+    out = {}
+    for code in routes:
+        try:
+            iso3 = to_iso3(code)
+        except DisembedError:
+            continue
+        out.update({iso3: code, f"{iso3}_latn": code})
+    return {k: v for k, v in out.items() if k not in routes}
+
+
+def _ship_module(folder: Path) -> None:
+    """Copy :mod:`.exported_module` into ``folder`` and point ``modules.json`` at it."""
+    shutil.copyfile(Path(__file__).with_name("exported_module.py"), folder / REMOTE_MODULE_FILE)
+    entries = json.loads((folder / "modules.json").read_text(encoding="utf-8"))
+    for entry in entries:
+        if entry["type"].endswith(".LanguageRoutedMeaning"):
+            entry["type"] = REMOTE_MODULE_REF
+    atomic_write_text(folder / "modules.json", json.dumps(entries, indent=2) + "\n")
+
+
 def _export_info(saved: SavedModel, mmap: MeaningMap, notes: list[str]) -> dict[str, Any]:
     model, meta = saved.disentangler, saved.metadata
     return {"format": "disembed-sentence-transformers-export/1", "method": model.name,
@@ -122,6 +157,8 @@ def _export_info(saved: SavedModel, mmap: MeaningMap, notes: list[str]) -> dict[
             "by_language": mmap.by_language,
             "routes": sorted(mmap.routes) if mmap.by_language else [],
             "languages": list(getattr(model, "languages_", [])),
+            "identifies_language": bool(mmap.by_language
+                                        and getattr(model, "language_id_", None) is not None),
             "training": meta.training, "notes": notes}
 
 

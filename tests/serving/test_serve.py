@@ -113,10 +113,10 @@ def test_invalid_json_is_a_400(servers):
     assert r.status_code == 400 and "not valid JSON" in r.json()["error"]["message"]
 
 
-def test_language_dependent_method_needs_a_language(servers):
+def test_language_dependent_method_takes_or_predicts_the_language(servers):
     url, service = servers["mean-centering"]
-    r = post(url, "/v1/embeddings", {"input": ["hallo"]})
-    assert r.status_code == 400 and r.json()["error"]["param"] == "language"
+    r = post(url, "/v1/embeddings", {"input": ["hallo"]})  # predicted by the model
+    assert r.status_code == 200 and r.json()["data"][0]["language_predicted"] is True
     texts = ["hallo welt", "hello world"]
     r = post(url, "/v1/embeddings", {"input": texts, "language": ["de", "en"]})
     assert r.status_code == 200
@@ -139,7 +139,7 @@ def test_similarity_and_qe_are_cosines_of_the_meaning_parts(servers):
     want = (a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
     np.testing.assert_allclose([d["similarity"] for d in sim["data"]], want, atol=1e-6)
     np.testing.assert_allclose([d["score"] for d in qe["data"]], want, atol=1e-6)
-    assert post(url, "/v1/qe", {"pairs": pairs}).status_code == 400  # languages needed
+    assert post(url, "/v1/qe", {"pairs": pairs}).status_code == 200  # languages predicted
     assert post(url, "/v1/qe", {"pairs": [["only one"]]}).status_code == 400
 
 
@@ -180,8 +180,9 @@ def test_official_openai_client(servers):
     want = service.model.meaning(HashEncoder(16).encode(texts), "de")
     np.testing.assert_allclose(got, want, atol=1e-6)
     assert resp.model == "mean-centering" and resp.usage.prompt_tokens == 4
-    with pytest.raises(openai.BadRequestError, match="needs the language"):
-        client.embeddings.create(input=texts, model="meaning")
+    with pytest.raises(openai.BadRequestError, match="unknown language code"):
+        client.embeddings.create(input=texts, model="meaning",
+                                 extra_body={"language": "xx-nonsense"})
 
 
 def test_load_service_wraps_the_cache_and_checks_the_encoder(tmp_path):

@@ -1,11 +1,9 @@
 """The service and language codes (issue 17.7): codes normalised, unknown codes a 400 with
 the nearest ones, ``raw`` never asks, the response says which language was used and whether
-it was predicted, and a model with a language identifier needs no ``language`` at all.
+it was predicted, and no ``language`` is needed (the model's language identifier).
 Through the real uvicorn server on 127.0.0.1 (hash encoder)."""
 
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 import numpy as np
 import pytest
@@ -29,33 +27,13 @@ def pairs(n=64):
     return ENC.encode(de), ENC.encode([s.upper() for s in de])
 
 
-@dataclass
-class Guess:
-    codes: list[str]
-    confidence: list[float]
-
-
-def with_identifier(model):
-    """``model`` plus the contract's ``predict_language``: nearest training-language mean of
-    the raw embedding (a stand-in for the library's identifier; per row, so batch-free)."""
-    means = {lang: mu for lang, mu in zip(model.languages_, model.means_, strict=True)}
-
-    def predict_language(X):
-        names = list(means)
-        dist = np.stack([np.linalg.norm(X - means[k], axis=1) for k in names], axis=1)
-        return Guess([names[i] for i in dist.argmin(1)], list(1 / (1 + dist.min(1))))
-
-    model.predict_language = predict_language
-    return model
-
-
 @pytest.fixture(scope="module")
 def servers():
     X, Y = pairs()
-    plain = make_method("mean-centering").fit(X, Y, "de", "en")
-    ided = with_identifier(make_method("mean-centering").fit(X, Y, "de", "en"))
+    centred = make_method("mean-centering").fit(X, Y, "de", "en")
+    head = make_method("seed-centered", max_epochs=1, batch_size=32).fit(X, Y, "de", "en")
     out, stack = {}, []
-    for name, model in (("plain", plain), ("ided", ided)):
+    for name, model in (("plain", centred), ("ided", head)):
         server = BackgroundServer(create_app(EmbeddingService(ENC, model, label=name)))
         out[name] = (server.__enter__(), model)
         stack.append(server)
@@ -106,16 +84,24 @@ def test_the_response_says_which_language_was_used(servers):
     data = embed(url, {"input": ["a", "b"], "language": ["deu", "EN"]})
     assert [(d["language"], d["language_predicted"]) for d in data] == [
         ("de", False), ("en", False)]
-    r = httpx.post(url + E, json={"input": ["a"]}, timeout=30)  # no identifier, no language
-    assert r.status_code == 400 and "no language identifier" in r.json()["error"]["message"]
 
 
-def test_a_model_with_an_identifier_needs_no_language(servers):
+def test_an_old_model_without_an_identifier_asks_for_the_language():
+    X, Y = pairs()
+    model = make_method("mean-centering").fit(X, Y, "de", "en")
+    model.language_id_ = None  # as saved by a disembed before the identifier existed
+    with BackgroundServer(create_app(EmbeddingService(ENC, model, label="old"))) as url:
+        r = httpx.post(url + E, json={"input": ["a"]}, timeout=30)
+        assert r.status_code == 400 and "add 'language'" in r.json()["error"]["message"]
+        assert httpx.post(url + E, json={"input": ["a"], "language": "de"}).status_code == 200
+
+
+def test_the_model_identifies_the_language_when_none_is_given(servers):
     url, model = servers["ided"]
     texts = ["satz 1 2", "SATZ 1 2"]
     data = embed(url, {"input": texts})
     raw = ENC.encode(texts)
-    guessed = model.predict_language(raw).codes
+    guessed = list(model.resolve_languages(raw, None))
     assert [(d["language"], d["language_predicted"]) for d in data] == [
         (g, True) for g in guessed]
     np.testing.assert_allclose([d["embedding"] for d in data],

@@ -33,8 +33,6 @@ from ..methods import Disentangler
 
 #: the placeholder language given to methods that ignore it
 ANY_LANGUAGE = "und"
-#: what a language identifier answers for a text far from every language it knows
-UNKNOWN = "unknown"
 
 
 def _normalize(code: object, param: str) -> str:
@@ -194,24 +192,18 @@ class EmbeddingService:
                           ) -> tuple[list[str | None], list[bool]]:
         """``(codes, predicted)``: the language used for each row and whether it was predicted.
 
-        A method that uses no language gets ``None`` rows as they are. For one that does,
-        rows without a code are predicted from the raw embedding by the model's language
-        identifier (``predict_language``); a model without one answers 400 asking for the
-        language. A row predicted ``"unknown"`` is passed on as ``None`` (the model's own
-        fallback for unknown languages)."""
-        codes, predicted = list(languages), [False] * len(languages)
-        missing = [i for i, c in enumerate(codes) if c is None]
-        if not missing or not self.needs_language:
-            return codes, predicted
-        predict = getattr(self.model, "predict_language", None)
-        if predict is None:
-            raise ServiceError(f"{self.model.name} needs the language of every text and this "
-                               "model has no language identifier: add 'language': \"de\" (one "
-                               "for all) or a list with one code per text", param="language")
-        guess = predict(raw[missing])
-        guessed = list(getattr(guess, "codes", None) or getattr(guess, "languages", guess))
-        for i, code in zip(missing, guessed, strict=True):
-            codes[i], predicted[i] = str(code), True
+        The model decides (:meth:`~disembed.methods.Disentangler.resolve_languages`): rows
+        without a code are identified from the raw embedding by its language identifier,
+        and a language it never saw gets its ``unknown_language`` fallback (the nearest
+        known language by default). A method that uses no language keeps ``None`` rows."""
+        try:
+            codes = [None if c is None else str(c)
+                     for c in self.model.resolve_languages(raw, languages).tolist()]
+        except DisembedError as exc:  # e.g. an old model without a language identifier
+            raise ServiceError(f"{self.model.name} cannot tell the language of these texts: "
+                               f"{exc}; add 'language': \"de\" (one for all) or a list with "
+                               "one code per text", param="language") from None
+        predicted = [self.needs_language and c is None for c in languages]
         return codes, predicted
 
     def view(self, raw: np.ndarray, view: str, languages: list[str | None]) -> np.ndarray:
@@ -227,12 +219,9 @@ class EmbeddingService:
             raise ServiceError(f"{self.model.name} has no language part; views: {self.views}",
                                param="model")
         codes, predicted = self.resolve_languages(raw, languages)
-        given = [None if c == UNKNOWN else c for c in codes]
-        if not self.needs_language:
-            given = [ANY_LANGUAGE if c is None else c for c in given]
         fn = self.model.meaning if view == "meaning" else self.model.language
         try:
-            return np.asarray(fn(raw, given), dtype=np.float32), codes, predicted
+            return np.asarray(fn(raw, codes), dtype=np.float32), codes, predicted
         except DisembedError as exc:  # e.g. a language the method was not fitted on
             raise ServiceError(f"{self.model.name} could not compute the {view} part: {exc}",
                                param="language") from None

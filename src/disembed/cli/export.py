@@ -34,6 +34,10 @@ def handle(args: argparse.Namespace) -> int:
     how = (f'SentenceTransformer("{result.path}").encode(texts, task=LANG) with LANG in '
            f"{', '.join(result.routes)}" if result.by_language
            else f'SentenceTransformer("{result.path}").encode(texts)')
+    if result.identifies_language:
+        how = (f'SentenceTransformer("{result.path}", trust_remote_code=True).encode(texts) '
+               "(the language is identified per text; language=LANG to say it, LANG in "
+               f"{', '.join(r for r in result.routes if r != 'global')})")
     print(f"{result.method} -> {result.path} ({result.dim}-d meaning part); load it with "  # noqa: T201
           f"{how}")
     return 0

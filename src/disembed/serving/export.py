@@ -53,6 +53,7 @@ class ExportResult:
     by_language: bool
     routes: list[str]
     dim: int
+    identifies_language: bool = False  # the folder's own module identifies the language
 
 
 E5_PROMPTS = {"query": "query: ", "document": "passage: "}
@@ -123,7 +124,7 @@ def export_model(model_dir: str | os.PathLike, out_dir: str | os.PathLike, *,
         shutil.rmtree(work, ignore_errors=True)
     logger.info("exported %s (%s) to %s", model.name, model_dir, out_dir)
     return ExportResult(out_dir, model.name, mmap.by_language, sorted(mmap.routes),
-                        mmap.out_dim)
+                        mmap.out_dim, identifier is not None)
 
 
 def _aliases(routes) -> dict[str, str]:

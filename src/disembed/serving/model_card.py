@@ -107,6 +107,11 @@ def _training(training: Any) -> str:
 
 
 def _usage(info: Mapping[str, Any]) -> str:
+    if info.get("identifies_language"):
+        lang = next((r for r in info["routes"] if r != "global"), "de")
+        return ('embeddings = model.encode(["Guten Morgen!", "Good morning!"])  # language '
+                f'identified per text\nembeddings = model.encode(["..."], language="{lang}")'
+                "  # or say it (ISO 639-1/3, de-DE, deu_Latn)")
     if info["by_language"]:
         lang = next((r for r in info["routes"] if r != "global"), "de")
         return (f'embeddings = model.encode(["..."], task="{lang}")  # the language of the '
@@ -122,6 +127,14 @@ def model_card(info: Mapping[str, Any], base: str, scores: list[TaskScores]) -> 
     routed = ("\nThe meaning part depends on the language: it is a `Router` with one route per "
               "language, so every call must say the language of its texts as the task "
               "(one language per call).\n" if info["by_language"] else "")
+    if info.get("identifies_language"):
+        routed = ("\nThe meaning part depends on the language, and the model identifies it "
+                  "itself, text by text, with the language identifier disembed fitted on the "
+                  "training embeddings (a language it never saw gets the nearest known one). "
+                  "That step is this folder's own code, `disembed_meaning.py` (torch and "
+                  "sentence-transformers only): load the model with `trust_remote_code=True`.\n")
+    loader = ('SentenceTransformer("PATH/TO/THIS/FOLDER", trust_remote_code=True)'
+              if info.get("identifies_language") else 'SentenceTransformer("PATH/TO/THIS/FOLDER")')
     papers = "\n".join(f"- {p}" for p in info.get("papers", [])) or "- disembed's own recipe"
     return f"""---
 {card_metadata(info, scores)}
@@ -141,7 +154,7 @@ not re-normalised (compare with cosine). Exported by
 ```python
 from sentence_transformers import SentenceTransformer
 
-model = SentenceTransformer("PATH/TO/THIS/FOLDER")
+model = {loader}
 {_usage(info)}
 ```
 

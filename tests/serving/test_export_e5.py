@@ -57,3 +57,39 @@ def test_e5_export_encode_query_and_document_match_disembed(tmp_path):
     assert cosines(got[2], passage).max() < BAR  # the query prompt was really applied
     card = (out / "README.md").read_text(encoding="utf-8")  # the encoder names its base
     assert "base_model: intfloat/multilingual-e5-small" in card and "license: mit" in card
+
+
+def every_language_probe(per_language: int = 3) -> dict[str, list[str]]:
+    """The last ``per_language`` sentences of every Tatoeba file (never trained on here)."""
+    folder = resolve_data_dir(None) / "tatoeba"
+    out = {}
+    for path in sorted(folder.glob("tatoeba.*-eng.*")):
+        lines = [t for t in path.read_text(encoding="utf-8").splitlines() if t.strip()]
+        out.setdefault(path.name.rsplit(".", 1)[1], lines[-per_language:])
+    return out
+
+
+@pytest.mark.slow
+def test_e5_export_equals_disembed_in_every_tatoeba_language(tmp_path):
+    """Issue 18.1 and 17.7: a head recipe, the per-language default recipe and
+    mean-centering, exported and run by plain ``SentenceTransformer(path).encode(texts)``
+    (no language given: the per-language ones identify it), cosine >= 0.9999 to disembed's
+    ``model.meaning(X)`` on 3 sentences of each of the 113 Tatoeba files."""
+    enc = load_encoder("e5-small-torch", dtype="float32")
+    probe = every_language_probe()
+    texts = [t for lang in sorted(probe) for t in probe[lang]]
+    X = enc.encode(texts)
+    recipes = {"seed": {"max_epochs": 5}, "seed-centered": {"lr": 3e-3, "init_scale": 0.9},
+               "mean-centering": {}}
+    jobs, expected = [], []
+    for name, params in recipes.items():
+        model = train_and_save(name, params, enc, ["de", "zh", "ja", "ru"], tmp_path / name)
+        out = export_model(tmp_path / name, tmp_path / f"{name}-st").path
+        jobs.append({"dir": str(out), "texts": texts, "trust": model.uses_language})
+        expected.append(model.meaning(X))
+    got = encode_in_fresh_process(jobs, tmp_path)
+    worst = {}
+    for name, want, vectors in zip(recipes, expected, got, strict=True):
+        cos = cosines(vectors, want)
+        worst[name] = (float(cos.min()), texts[int(cos.argmin())])
+    assert all(c >= BAR for c, _ in worst.values()), worst

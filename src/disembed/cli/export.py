@@ -3,8 +3,9 @@
 The folder holds the model's base encoder (e5-small with its bundled weights, or the
 st: model it was trained on) followed by the meaning part, loads with plain
 ``SentenceTransformer(FOLDER)`` and returns the meaning embedding. Recipes whose
-meaning part depends on the language (mean-centering, linear-map) route by language:
-``model.encode(texts, task="de")``. A model card (README.md) describes it.
+meaning part depends on the language identify it per text inside the folder (load with
+``trust_remote_code=True``; ``encode(texts, language="de")`` says it). A model card
+(README.md) describes it.
 """
 
 from __future__ import annotations

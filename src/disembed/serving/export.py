@@ -7,9 +7,11 @@
 The folder is ``SentenceTransformer(folder)``-loadable with only sentence-transformers
 installed, returns the meaning part (not re-normalised: compare with cosine), and
 carries a model card (``README.md``) and ``disembed_export.json`` (method, parameters,
-encoder identity, routes). A language-dependent method (its ``uses_language``)
-exports as a ``Router`` over one route per language: pass the language as the task,
-``model.encode(texts, task="de")``. The folder is built beside ``out_dir`` and renamed
+encoder identity, routes). A language-dependent method (its ``uses_language``) with a
+language identifier exports as one module that identifies each text's language itself
+(:mod:`.exported_module`, shipped as ``disembed_meaning.py``: load with
+``trust_remote_code=True``; ``encode(texts, language="de")`` says it); one without (an
+older model) as a ``Router`` that needs ``task="de"``. The folder is built beside ``out_dir`` and renamed
 into place, so an interrupted export leaves no half-written model.
 """
 

@@ -11,8 +11,8 @@ encoder identity, routes). A language-dependent method (its ``uses_language``) w
 language identifier exports as one module that identifies each text's language itself
 (:mod:`.exported_module`, shipped as ``disembed_meaning.py``: load with
 ``trust_remote_code=True``; ``encode(texts, language="de")`` says it); one without (an
-older model) as a ``Router`` that needs ``task="de"``. The folder is built beside ``out_dir`` and renamed
-into place, so an interrupted export leaves no half-written model.
+older model) as a ``Router`` that needs ``task="de"``. The folder is built beside
+``out_dir`` and renamed into place, so an interrupted export leaves no half-written model.
 """
 
 from __future__ import annotations

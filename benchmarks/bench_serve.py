@@ -1,10 +1,14 @@
-"""Load test of ``disembed serve`` on loopback: p50/p99 latency and throughput at 1, 8, 32 clients.
+"""Load test of ``disembed serve`` on loopback: p50/p95/p99 latency and throughput at 1, 4, 16,
+64 clients, cold and warm.
 
 Starts ``disembed serve`` in a subprocess on 127.0.0.1 (a free port; the embedding cache
-off by default, so every request is encoded), then for each concurrency level runs that
-many clients in a closed loop, each sending ``POST /v1/embeddings`` with
-``--texts-per-request`` real sentences, until ``--requests`` requests are done or
-``--seconds`` have passed (both bound every level). Nothing leaves the machine.
+in a new temporary folder), then for each concurrency level runs that many clients in a
+closed loop, each sending ``POST /v1/embeddings`` with ``--texts-per-request`` real
+sentences, until ``--requests`` requests are done or ``--seconds`` have passed (both bound
+every level). **Cold**: sentences this server has never seen (every one is encoded);
+**warm**: the same sentences again (every one is a cache hit). With ``--no-cache`` only the
+cold phase runs. The mean requests per encoder call (micro-batching) is read from
+``/health`` around each phase. Nothing leaves the machine.
 
     python benchmarks/bench_serve.py                                   # e5-small, full
     python benchmarks/bench_serve.py --encoder hash:384 --short        # < 1 minute
@@ -21,6 +25,7 @@ import platform
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -51,6 +56,8 @@ def start_server(args, port: int) -> subprocess.Popen:
     cmd += ["--model", args.model] if args.model else ["--encoder", args.encoder]
     if not args.cache:
         cmd.append("--no-cache")
+    else:
+        cmd += ["--cache-dir", args.cache_dir]
     proc = subprocess.Popen(cmd)
     deadline = time.monotonic() + args.startup_timeout
     while time.monotonic() < deadline:
@@ -65,7 +72,7 @@ def start_server(args, port: int) -> subprocess.Popen:
     raise SystemExit(f"the server did not answer /health within {args.startup_timeout}s")
 
 
-async def level(url: str, clients: int, pool: list[str], args) -> dict:
+async def level(url: str, clients: int, pool: list[str], args, phase: str = "cold") -> dict:
     """Closed-loop load with ``clients`` concurrent clients; bounded in requests and time."""
     latencies: list[float] = []
     errors = 0
@@ -78,7 +85,7 @@ async def level(url: str, clients: int, pool: list[str], args) -> dict:
         while sent < args.requests and time.monotonic() < stop_at:
             i = sent
             sent += 1
-            texts = [pool[(i * k + j) % len(pool)] for j in range(k)]
+            texts = [pool[(i * k + j) % len(pool)] for j in range(k)]  # no repeats in a phase
             t0 = time.perf_counter()
             r = await http.post(url + "/v1/embeddings", json={"input": texts, "model": args.view,
                                                              **args.extra})
@@ -87,13 +94,19 @@ async def level(url: str, clients: int, pool: list[str], args) -> dict:
 
     limits = httpx.Limits(max_connections=clients)
     async with httpx.AsyncClient(timeout=120, limits=limits) as http:
+        before = (await http.get(url + "/health")).json()["batching"]
         t0 = time.perf_counter()
         await asyncio.gather(*(client(c, http) for c in range(clients)))
         wall = time.perf_counter() - t0
+        after = (await http.get(url + "/health")).json()["batching"]
     lat = np.array(latencies) * 1000
-    return {"clients": clients, "requests": len(lat), "errors": errors, "seconds": round(wall, 2),
+    batches = max(after["batches"] - before["batches"], 1)
+    return {"phase": phase, "clients": clients, "requests": len(lat), "errors": errors,
+            "seconds": round(wall, 2),
             "p50_ms": round(float(np.percentile(lat, 50)), 1),
+            "p95_ms": round(float(np.percentile(lat, 95)), 1),
             "p99_ms": round(float(np.percentile(lat, 99)), 1),
+            "requests_per_batch": round((after["requests"] - before["requests"]) / batches, 1),
             "requests_per_s": round(len(lat) / wall, 1),
             "sentences_per_s": round(len(lat) * k / wall, 1)}
 
@@ -105,13 +118,14 @@ def parse_args() -> argparse.Namespace:
     which.add_argument("--encoder", default="e5-small", help="a bare encoder (default e5-small)")
     ap.add_argument("--view", default="meaning")
     ap.add_argument("--language", default=None, help="sent with every request (routed methods)")
-    ap.add_argument("--levels", default="1,8,32", help="concurrent clients per level")
+    ap.add_argument("--levels", default="1,4,16,64", help="concurrent clients per level")
     ap.add_argument("--requests", type=int, default=400, help="most requests per level")
     ap.add_argument("--seconds", type=float, default=60.0, help="most seconds per level")
     ap.add_argument("--texts-per-request", type=int, default=1)
     ap.add_argument("--max-batch", type=int, default=64)
     ap.add_argument("--window-ms", type=float, default=5.0)
-    ap.add_argument("--cache", action="store_true", help="keep the embedding cache on")
+    ap.add_argument("--no-cache", dest="cache", action="store_false",
+                    help="embedding cache off (cold phase only)")
     ap.add_argument("--startup-timeout", type=float, default=180.0)
     ap.add_argument("--short", action="store_true",
                     help="quick check: at most 60 requests and 8 s per level")
@@ -120,7 +134,21 @@ def parse_args() -> argparse.Namespace:
     if args.short:
         args.requests, args.seconds = min(args.requests, 60), min(args.seconds, 8.0)
     args.extra = {"language": args.language} if args.language else {}
+    args.cache_dir = tempfile.mkdtemp(prefix="bench-serve-cache-")
     return args
+
+
+def run_levels(url: str, pool: list[str], args) -> list[dict]:
+    """Every level cold (unseen sentences), then warm (the same ones again) with the cache."""
+    rows, start = [], 0
+    for clients in map(int, args.levels.split(",")):
+        n = args.requests * args.texts_per_request
+        fresh = pool[start : start + n]
+        start += n
+        rows.append(asyncio.run(level(url, clients, fresh, args, "cold")))
+        if args.cache:
+            rows.append(asyncio.run(level(url, clients, fresh, args, "warm")))
+    return rows
 
 
 def main() -> int:
@@ -128,10 +156,10 @@ def main() -> int:
     port = free_port()
     proc = start_server(args, port)
     try:
-        pool = sentences(5000)
+        pool = sentences(6000)
         url = f"http://127.0.0.1:{port}"
-        asyncio.run(level(url, 1, pool[-50:], args))  # warm-up
-        rows = [asyncio.run(level(url, int(c), pool, args)) for c in args.levels.split(",")]
+        asyncio.run(level(url, 1, pool[-50:], args, "warm-up"))
+        rows = run_levels(url, pool[:-50], args)
         batching = httpx.get(url + "/health", timeout=10).json()["batching"]
     finally:
         proc.terminate()
@@ -139,14 +167,16 @@ def main() -> int:
     load = os.getloadavg()
     print(f"# disembed serve, {args.model or args.encoder}, view {args.view}, "
           f"{args.texts_per_request} sentence(s)/request, max batch {args.max_batch}, window "
-          f"{args.window_ms} ms, cache {'on' if args.cache else 'off'}")
+          f"{args.window_ms} ms, cache {'on (new folder)' if args.cache else 'off'}")
     print(f"# {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
-          f"load {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
-    print("| clients | requests | errors | p50 ms | p99 ms | requests/s | sentences/s |")
-    print("|---|---|---|---|---|---|---|")
+          f"load after the run {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+    print("| phase | clients | requests | errors | p50 ms | p95 ms | p99 ms | requests/s | "
+          "requests per encoder call |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r['clients']} | {r['requests']} | {r['errors']} | {r['p50_ms']} | "
-              f"{r['p99_ms']} | {r['requests_per_s']} | {r['sentences_per_s']} |")
+        print(f"| {r['phase']} | {r['clients']} | {r['requests']} | {r['errors']} | "
+              f"{r['p50_ms']} | {r['p95_ms']} | {r['p99_ms']} | {r['requests_per_s']} | "
+              f"{r['requests_per_batch']} |")
     print(f"# batching over the run: {batching}")
     if args.out:
         Path(args.out).write_text(json.dumps({"rows": rows, "batching": batching,

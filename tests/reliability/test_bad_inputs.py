@@ -23,6 +23,7 @@ BENCH = ("bench --encoders hash:8 --methods baseline --tasks sts17 --languages d
          "--pairs-per-language 20 --no-floor --out {out}/bench")
 ANALYSE = ("analyse --methods baseline --encoder hash:8 --tasks sts17 --analyses significance "
            "--out {out}/an")
+SERVE = "serve --encoder hash:8 --no-cache"
 VERBS = {"encode": ENC, "mine": MINE, "score": SCORE, "search": SEARCH, "train": TRAIN,
          "evaluate": EVAL, "bench": BENCH, "analyse": ANALYSE}
 ENCODING_VERBS = ("encode", "mine", "score", "search", "train", "evaluate")
@@ -279,6 +280,20 @@ ROWS = [
       for verb in ("train", "evaluate", "bench", "analyse")],
     ("tune-seed-negative", "tune --encoder hash:8 --seed -1", 2, "argument --seed: expected "
      "a seed, an integer >= 0"),
+    # serve options are checked before anything is loaded
+    ("serve-max-batch-0", SERVE + " --max-batch 0", 2,
+     "argument --max-batch: expected a positive integer, got '0'"),
+    ("serve-max-inputs-0", SERVE + " --max-inputs 0", 2,
+     "argument --max-inputs: expected a positive integer, got '0'"),
+    ("serve-max-chars-neg", SERVE + " --max-chars -1", 2, "argument --max-chars"),
+    ("serve-port-70000", SERVE + " --port 70000", 2,
+     "argument --port: expected a TCP port from 0 to 65535, got '70000'"),
+    ("serve-port-word", SERVE + " --port http", 2, "argument --port"),
+    ("serve-window-nan", SERVE + " --batch-window-ms nan", 2,
+     "argument --batch-window-ms: expected a finite number"),
+    ("serve-window-negative", SERVE + " --batch-window-ms -5", 2,
+     "argument --batch-window-ms: expected milliseconds from 0 to 10000"),
+    ("serve-cors-empty", SERVE + " --cors-origins ,", 2, "argument --cors-origins"),
 ]
 
 

@@ -108,20 +108,33 @@ def encode_in_fresh_process(jobs, tmp_path):
 
 
 def test_exported_models_give_the_meaning_part_without_disembed(trained, tmp_path):
+    """Every recipe, in a process where disembed cannot be imported: plain ``encode(texts)``
+    (a language-dependent recipe identifies the language itself, as ``meaning(X)`` does),
+    and with an explicit language (``language=`` or ``task=``, any spelling)."""
+    from fresh_st import encode_in_fresh_process as fresh
+
     root, models = trained
     texts = {"de": ["hallo welt", "katze hund haus", "rot baum"],
              "en": ["hello world", "cat dog house", "red tree big"]}
-    jobs, expected = [], {}
+    jobs, expected = [], []
     for name, (model, enc) in models.items():
         result = export_model(root / name, tmp_path / f"export-{name}")
+        info = read_export_info(result.path)
+        trust = info["identifies_language"]
+        assert trust == model.uses_language, name  # every language-using recipe identifies
         for lang in ("de", "en"):
-            route = lang if result.by_language else None
-            jobs.append({"dir": str(result.path), "lang": route, "texts": texts[lang]})
-            expected[f"{result.path}|{route}"] = model.meaning(enc.encode(texts[lang]), lang)
-    got = encode_in_fresh_process(jobs, tmp_path)
-    for key, want in expected.items():
-        assert cosines(got[key], want).min() >= 0.9999, key
-        np.testing.assert_allclose(got[key], want, atol=1e-4)
+            X = enc.encode(texts[lang])
+            jobs.append({"dir": str(result.path), "texts": texts[lang], "trust": trust})
+            expected.append((name, model.meaning(X)))
+            if trust:
+                for kwargs in ({"language": lang}, {"task": {"de": "deu", "en": "EN"}[lang]}):
+                    jobs.append({"dir": str(result.path), "texts": texts[lang],
+                                 "trust": True, "kwargs": kwargs})
+                    expected.append((f"{name} {kwargs}", model.meaning(X, lang)))
+    got = fresh(jobs, tmp_path)
+    for (key, want), vectors in zip(expected, got, strict=True):
+        assert cosines(vectors, want).min() >= 0.9999, key
+        np.testing.assert_allclose(vectors, want, atol=1e-4, err_msg=key)
 
 
 def test_meaning_map_reproduces_every_exportable_method_in_numpy(trained):
@@ -160,15 +173,47 @@ def test_card_shows_the_scores_of_a_result_file(trained, tmp_path):
     (tmp_path / "result.json").write_text(json.dumps({"scores": [scores.to_dict()]}))
     out = export_model(root / "seed", tmp_path / "scored", scores=tmp_path / "result.json").path
     card = (out / "README.md").read_text()
-    assert "| sts17 | spearman | avg:cross-lingual | 75.1 | 10.5 |" in card
+    assert "| sts17 | spearman | avg:cross-lingual | 75.1 | 10.5 | 0 items over 0 subsets" in card
 
 
-def test_routed_export_card_says_how_to_pass_the_language(trained, tmp_path):
+def test_card_metadata_is_what_the_hub_reads(trained, tmp_path):
+    """base_model, language, license, a model-index with scores, protocol and item counts,
+    and the recipe's paper, parsed back by huggingface_hub."""
+    from huggingface_hub import ModelCard
+
+    from disembed.evaluation.task_scores import ScoreRow, TaskScores
+
+    root, _ = trained
+    scores = TaskScores("sts17", "spearman", "avg:cross-lingual", averages=[
+        ScoreRow("meaning", "avg:cross-lingual", "spearman", 0.7512, 7)],
+        config={"max_items": 300, "seed": 0}, data_sizes={"en-de": 250, "es-en": 250})
+    (tmp_path / "result.json").write_text(json.dumps({"scores": [scores.to_dict()]}))
+    out = export_model(root / "seed-centered", tmp_path / "sc",
+                       scores=tmp_path / "result.json").path
+    text = (out / "README.md").read_text()
+    data = ModelCard(text).data
+    assert data.license == "other" and data.base_model is None  # a local st: folder
+    assert data.language == ["de", "en", "multilingual"]
+    assert data.library_name == "sentence-transformers"
+    [result] = data.eval_results
+    assert (result.dataset_type, result.metric_type, result.metric_value) == (
+        "sts17", "spearman", 75.12)
+    assert result.dataset_args == {"items": 500, "subsets": 2, "max_items_per_subset": 300,
+                                   "seed": 0}
+    assert "500 items over 2 subsets, a seeded sample of at most 300" in text
+    assert "Fukushima" in text and "Libovický" in text  # SEED + its centring
+    assert "seed-centered" in text and read_export_info(out)["method"] == "seed-centered"
+
+
+def test_routed_export_card_says_it_identifies_the_language(trained, tmp_path):
     root, _ = trained
     out = export_model(root / "mean-centering", tmp_path / "mc").path
     card = (out / "README.md").read_text()
-    assert 'task="de"' in card and "global" in card
+    assert "trust_remote_code=True" in card and 'language="de"' in card
+    assert "disembed_meaning.py" in card and (out / "disembed_meaning.py").is_file()
     assert read_export_info(out)["routes"] == ["de", "en", "global"]
+    modules = json.loads((out / "modules.json").read_text())
+    assert modules[-1]["type"] == "disembed_meaning.LanguageRoutedMeaning"
 
 
 def test_export_refuses_encoders_without_a_sentence_transformers_form(tmp_path, hash_encoder):
@@ -187,7 +232,8 @@ def test_cli_export_prints_how_to_load(trained, tmp_path, capsys):
     assert main(["export", "--model", str(root / "linear-map"), "--out",
                  str(tmp_path / "lm")]) == 0
     out = capsys.readouterr().out
-    assert 'task=LANG' in out and "de, en" in out and (tmp_path / "lm" / "modules.json").is_file()
+    assert "trust_remote_code=True" in out and "language=LANG" in out and "de, en" in out
+    assert (tmp_path / "lm" / "modules.json").is_file()
 
 
 def test_export_will_not_overwrite_without_being_asked(trained, tmp_path):

@@ -67,7 +67,7 @@ def test_embeddings_follow_openai_shape_and_return_the_meaning_part(servers):
     assert r.status_code == 200
     body = r.json()
     assert set(body) == {"object", "data", "model", "usage"} and body["object"] == "list"
-    assert body["model"] == "meaning" and body["usage"] == {"prompt_tokens": 4, "total_tokens": 4}
+    assert body["model"] == "seed" and body["usage"] == {"prompt_tokens": 4, "total_tokens": 4}
     assert [(d["object"], d["index"]) for d in body["data"]] == [("embedding", 0), ("embedding", 1)]
     want = service.model.meaning(HashEncoder(16).encode(texts), "de")
     np.testing.assert_allclose([d["embedding"] for d in body["data"]], want, atol=1e-6)
@@ -86,9 +86,10 @@ def test_views_base64_and_single_string(servers):
 
 
 @pytest.mark.parametrize("body, status, words", [
-    ({"input": ["a"], "model": "text-embedding-3-small"}, 400, "'meaning', 'language', 'raw'"),
+    ({"input": ["a"], "model": "text-embedding-3-small"}, 404, "'seed', 'seed:language'"),
     ({"input": [""]}, 400, "empty"),
-    ({"input": [3]}, 400, "is int"),
+    ({"input": [3]}, 400, "holds token ids"),
+    ({"input": ["a", 3]}, 400, "is int"),
     ({"input": []}, 400, "non-empty"),
     ({"model": "meaning"}, 400, "'input' is required"),
     ({"input": ["a"] * 9}, 413, "at most 8"),
@@ -112,10 +113,10 @@ def test_invalid_json_is_a_400(servers):
     assert r.status_code == 400 and "not valid JSON" in r.json()["error"]["message"]
 
 
-def test_language_dependent_method_needs_a_language(servers):
+def test_language_dependent_method_takes_or_predicts_the_language(servers):
     url, service = servers["mean-centering"]
-    r = post(url, "/v1/embeddings", {"input": ["hallo"]})
-    assert r.status_code == 400 and r.json()["error"]["param"] == "language"
+    r = post(url, "/v1/embeddings", {"input": ["hallo"]})  # predicted by the model
+    assert r.status_code == 200 and r.json()["data"][0]["language_predicted"] is True
     texts = ["hallo welt", "hello world"]
     r = post(url, "/v1/embeddings", {"input": texts, "language": ["de", "en"]})
     assert r.status_code == 200
@@ -138,7 +139,7 @@ def test_similarity_and_qe_are_cosines_of_the_meaning_parts(servers):
     want = (a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
     np.testing.assert_allclose([d["similarity"] for d in sim["data"]], want, atol=1e-6)
     np.testing.assert_allclose([d["score"] for d in qe["data"]], want, atol=1e-6)
-    assert post(url, "/v1/qe", {"pairs": pairs}).status_code == 400  # languages needed
+    assert post(url, "/v1/qe", {"pairs": pairs}).status_code == 200  # languages predicted
     assert post(url, "/v1/qe", {"pairs": [["only one"]]}).status_code == 400
 
 
@@ -178,9 +179,10 @@ def test_official_openai_client(servers):
     got = np.array([d.embedding for d in resp.data])
     want = service.model.meaning(HashEncoder(16).encode(texts), "de")
     np.testing.assert_allclose(got, want, atol=1e-6)
-    assert resp.model == "meaning" and resp.usage.prompt_tokens == 4
-    with pytest.raises(openai.BadRequestError, match="needs the language"):
-        client.embeddings.create(input=texts, model="meaning")
+    assert resp.model == "mean-centering" and resp.usage.prompt_tokens == 4
+    with pytest.raises(openai.BadRequestError, match="unknown language code"):
+        client.embeddings.create(input=texts, model="meaning",
+                                 extra_body={"language": "xx-nonsense"})
 
 
 def test_load_service_wraps_the_cache_and_checks_the_encoder(tmp_path):
@@ -240,4 +242,7 @@ def test_a_centred_head_needs_the_language_and_a_raw_head_does_not():
     for method in ("lsar", "leace", "baseline"):  # they need no language: serve asks none
         service = EmbeddingService(enc, _fit(method, enc))
         assert not service.needs_language
-        assert service.languages_for(2, None, "language") == ["und", "und"]
+        assert service.languages_for(2, None, "language") == [None, None]
+        raw = enc.encode(["a b", "c d"])  # served without a language: no 400
+        np.testing.assert_allclose(service.view(raw, "meaning", [None, None]),
+                                   service.model.meaning(raw, None), atol=1e-6)

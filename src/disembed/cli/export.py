@@ -3,8 +3,9 @@
 The folder holds the model's base encoder (e5-small with its bundled weights, or the
 st: model it was trained on) followed by the meaning part, loads with plain
 ``SentenceTransformer(FOLDER)`` and returns the meaning embedding. Recipes whose
-meaning part depends on the language (mean-centering, linear-map) route by language:
-``model.encode(texts, task="de")``. A model card (README.md) describes it.
+meaning part depends on the language identify it per text inside the folder (load with
+``trust_remote_code=True``; ``encode(texts, language="de")`` says it). A model card
+(README.md) describes it.
 """
 
 from __future__ import annotations
@@ -34,6 +35,10 @@ def handle(args: argparse.Namespace) -> int:
     how = (f'SentenceTransformer("{result.path}").encode(texts, task=LANG) with LANG in '
            f"{', '.join(result.routes)}" if result.by_language
            else f'SentenceTransformer("{result.path}").encode(texts)')
+    if result.identifies_language:
+        how = (f'SentenceTransformer("{result.path}", trust_remote_code=True).encode(texts) '
+               "(the language is identified per text; language=LANG to say it, LANG in "
+               f"{', '.join(r for r in result.routes if r != 'global')})")
     print(f"{result.method} -> {result.path} ({result.dim}-d meaning part); load it with "  # noqa: T201
           f"{how}")
     return 0

@@ -1,24 +1,47 @@
 """``disembed serve``: an HTTP service for a trained model (or a bare encoder).
 
-OpenAI-compatible ``POST /v1/embeddings`` (``model`` names the view: meaning, language,
-raw; ``encoding_format`` float or base64; ``language`` for methods that need it),
-``POST /v1/similarity`` and ``POST /v1/qe`` (cosine of the meaning parts of pairs) and
+OpenAI-compatible ``POST /v1/embeddings`` (``model`` = a served model id from
+``GET /v1/models``: NAME for the meaning part, NAME:language, NAME:raw; ``encoding_format``
+float or base64; ``language`` optional), ``POST /v1/similarity`` and ``POST /v1/qe``
+(cosine of the meaning parts of pairs), ``GET /info``, Prometheus ``GET /metrics`` and
 ``GET /health``. Concurrent requests are micro-batched into one encoder call; the
-embedding cache sits behind it. Needs ``pip install "disembed[serve]"``.
+embedding cache sits behind it. With ``--api-key`` (or $DISEMBED_API_KEY) every endpoint
+but /health needs ``Authorization: Bearer KEY``. One JSON access-log line per request.
+Needs ``pip install "disembed[serve]"``.
 
     disembed serve --model models/seed-e5 --port 8000
     curl -s localhost:8000/v1/embeddings -H 'content-type: application/json' \\
-         -d '{"input": ["Guten Morgen!"], "model": "meaning"}'
+         -d '{"input": ["Guten Morgen!"], "model": "seed-e5"}'
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 
-from ..serving.app import create_app, run_server
+from ..serving.app import API_KEY_ENV, ServeOptions, api_key_from_env, create_app, run_server
 from ..serving.loading import load_service
 from ..serving.requests import Limits
-from .common import add_common
+from .common import add_common, csv_list, finite_float, positive_int
+
+
+def port(text: str) -> int:
+    """A TCP port, 0-65535 (0: any free port)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"expected a TCP port from 0 to 65535, got {text!r}")
+    return value
+
+
+def window_ms(text: str) -> float:
+    """A batching window in milliseconds, 0-10000."""
+    value = finite_float(text)
+    if not 0 <= value <= 10_000:
+        raise argparse.ArgumentTypeError(f"expected milliseconds from 0 to 10000, got {text!r}")
+    return value
 
 
 def add_parser(verbs) -> None:
@@ -30,22 +53,40 @@ def add_parser(verbs) -> None:
                                        "rebuilt from the saved identity)")
     which.add_argument("--encoder", help="serve a bare encoder spec (meaning = raw embedding)")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    p.add_argument("--port", type=int, default=8000)
-    p.add_argument("--max-batch", type=int, default=64, help="most texts per encoder call")
-    p.add_argument("--batch-window-ms", type=float, default=5.0,
+    p.add_argument("--port", type=port, default=8000, help="TCP port (default 8000)")
+    p.add_argument("--max-batch", type=positive_int, default=64,
+                   help="most texts per encoder call (default 64)")
+    p.add_argument("--batch-window-ms", type=window_ms, default=5.0,
                    help="how long to gather concurrent requests into one batch (default 5)")
-    p.add_argument("--max-inputs", type=int, default=256, help="texts or pairs per request")
-    p.add_argument("--max-chars", type=int, default=8192, help="characters per text")
+    p.add_argument("--max-inputs", type=positive_int, default=256,
+                   help="texts or pairs per request (default 256)")
+    p.add_argument("--max-chars", type=positive_int, default=8192,
+                   help="characters per text (default 8192)")
+    p.add_argument("--served-model-name", default=None, metavar="NAME",
+                   help="the model id clients send as 'model' (default: the model folder's "
+                        "name, or the encoder spec)")
+    p.add_argument("--api-key", default=None,
+                   help=f"require 'Authorization: Bearer KEY' (default: ${API_KEY_ENV} if set; "
+                        "prefer the variable: a command line is visible to other users)")
+    p.add_argument("--cors-origins", type=csv_list, default=None, metavar="ORIGINS",
+                   help="comma-separated origins allowed to call from a browser (default: "
+                        "none; '*' for any)")
     p.add_argument("--no-cache", action="store_true", help="do not use the embedding cache")
     add_common(p)
     p.set_defaults(handler=handle)
 
 
 def handle(args: argparse.Namespace) -> int:
+    os.environ["DISEMBED_PROGRESS"] = "0"  # a service never draws bars: its log is for lines
     service = load_service(args.model, args.encoder, cache_dir=args.cache_dir,
                            use_cache=not args.no_cache)
-    limits = Limits(max_inputs=args.max_inputs, max_chars=args.max_chars)
-    app = create_app(service, limits=limits, max_batch=args.max_batch,
-                     batch_window=args.batch_window_ms / 1000)
+    if args.served_model_name:
+        service.name = args.served_model_name
+    limits = Limits(max_inputs=args.max_inputs, max_chars=args.max_chars,
+                    max_total_chars=max(Limits.max_total_chars, args.max_chars))
+    options = ServeOptions(max_batch=args.max_batch, batch_window=args.batch_window_ms / 1000,
+                           api_key=args.api_key or api_key_from_env(),
+                           cors_origins=tuple(args.cors_origins or ()))
+    app = create_app(service, limits=limits, options=options)
     run_server(app, args.host, args.port, "warning" if args.quiet else "info")
     return 0

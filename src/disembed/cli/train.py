@@ -2,6 +2,13 @@
 
 Training data is either built from ``<data-dir>/parallel`` for ``--languages``
 (pairs overlapping the evaluation sets removed) or read from ``--pairs FILE.tsv``.
+
+By default it trains what ``bench`` trains as its default recipe, with the same settings
+(``DEFAULT_RECIPE`` / ``DEFAULT_RECIPE_PARAMS``: one source of truth). Any hyperparameter
+of any recipe is reachable with ``--params``: a JSON object or a file holding one, either
+``{"lr": 0.003, "init_scale": 0.9}`` or ``{METHOD: {...}}`` as ``disembed tune`` writes it.
+Precedence: the recipe's defaults < bench's defaults for the default recipe < ``--params``
+< the explicit options (``--lr``, ``--max-epochs`` ...).
 """
 
 from __future__ import annotations
@@ -12,7 +19,16 @@ import logging
 from pathlib import Path
 
 from ..exceptions import ConfigError
-from ..experiment import DEFAULT_TRAIN_LANGUAGES, RunOutputs, RunSpec, TrainingData, run
+from ..experiment import (
+    DEFAULT_RECIPE,
+    DEFAULT_RECIPE_PARAMS,
+    DEFAULT_TRAIN_LANGUAGES,
+    RunOutputs,
+    RunSpec,
+    TrainingData,
+    run,
+)
+from ..experiment.bench import default_params
 from ..methods import METHODS
 from .common import (
     add_common,
@@ -35,8 +51,14 @@ logger = logging.getLogger(__name__)
 
 def add_parser(verbs) -> None:
     p = verbs.add_parser("train", help="train a disentangler and save it", description=__doc__)
-    p.add_argument("--method", default="seed",
-                   help=f"one of {', '.join(METHODS.names())}, or oracle+<trained recipe>")
+    default = ", ".join(f"{k}={v}" for k, v in DEFAULT_RECIPE_PARAMS.items())
+    p.add_argument("--method", default=DEFAULT_RECIPE,
+                   help=f"one of {', '.join(METHODS.names())}, or oracle+<trained recipe> "
+                        f"(default: bench's default recipe, {DEFAULT_RECIPE} with {default})")
+    p.add_argument("--params", type=params_arg, default=None, metavar="FILE|JSON",
+                   help='hyperparameters: a JSON object or a file holding one, {"lr": 0.003} '
+                        "or {METHOD: {...}} as 'disembed tune' writes it; any parameter of "
+                        "the recipe (see docs); explicit options below win")
     p.add_argument("--out", required=True, type=output_dir,
                    help="directory for config.json + model.safetensors")
     data = p.add_argument_group("training data")
@@ -68,6 +90,47 @@ def add_parser(verbs) -> None:
     p.set_defaults(handler=handle)
 
 
+def params_arg(text: str) -> dict:
+    """``--params``: a JSON object given inline (starts with ``{``) or in a file."""
+    if text.lstrip().startswith("{"):
+        where, raw = "--params", text
+    else:
+        try:
+            with open(text, encoding="utf-8") as f:
+                where, raw = text, f.read()
+        except OSError as exc:
+            raise argparse.ArgumentTypeError(
+                f"cannot read {text}: {exc.strerror}; give a JSON file or an inline JSON "
+                'object such as \'{"lr": 0.003}\'') from None
+    try:
+        data = json.loads(raw)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"{where} is not valid JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise argparse.ArgumentTypeError(f"{where}: expected a JSON object "
+                                         '{"param": value} or {METHOD: {"param": value}}')
+    return data
+
+
+def method_params_from(method: str, given: dict | None) -> dict:
+    """The settings for ``method``: bench's defaults, then ``--params`` (either form)."""
+    params = default_params(method)
+    if not given:
+        return params
+    nested = [k for k, v in given.items() if isinstance(v, dict)]
+    if nested and len(nested) != len(given):
+        raise ConfigError("--params mixes {METHOD: {...}} entries with plain parameters; use "
+                          'one form: {"lr": 0.003} or {"' + method + '": {"lr": 0.003}}')
+    if nested:
+        if method not in given:
+            raise ConfigError(f"--params has settings for {', '.join(sorted(given))} but not "
+                              f"for --method {method}; add a \"{method}\" entry or pass the "
+                              "parameters directly")
+        given = given[method]
+    params.update(given)
+    return params
+
+
 def training_data(args: argparse.Namespace) -> TrainingData:
     if args.pairs:
         return TrainingData(pairs_file=args.pairs, src_col=args.src_col, tgt_col=args.tgt_col,
@@ -81,18 +144,19 @@ def training_data(args: argparse.Namespace) -> TrainingData:
 
 def handle(args: argparse.Namespace) -> int:
     out = Path(args.out)
-    params = {k: v for k, v in (("lr", args.lr), ("batch_size", args.train_batch_size),
+    params = method_params_from(args.method, args.params)
+    params.update({k: v for k, v in (("lr", args.lr), ("batch_size", args.train_batch_size),
                                 ("max_epochs", args.max_epochs), ("max_steps", args.max_steps),
                                 ("time_budget_seconds", args.time_budget),
                                 ("patience", args.patience),
-                                ("negatives", args.negatives)) if v is not None}
+                                ("negatives", args.negatives)) if v is not None})
     params.update(training_path(args))
     spec = RunSpec(method=args.method, params=params, encoder=args.encoder,
                    encoder_options=encoder_options(args), data=training_data(args), tasks=(),
                    seed=args.seed)
     result = run(spec, workspace_from_args(args),
                  outputs=RunOutputs(model_dir=out, checkpoint_dir=out / "checkpoint"))
-    summary = {"method": result.method, "out": str(out),
+    summary = {"method": result.method, "params": spec.params, "out": str(out),
                "pairs": result.training["data"]["total_pairs"],
                "fit_seconds": round(result.timings["fit_seconds"], 2)}
     history = result.training.get("history")

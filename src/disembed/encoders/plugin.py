@@ -26,6 +26,10 @@ class ExportedBase:
     prefix: str
     description: str
     notes: list[str] = field(default_factory=list)
+    #: the Hugging Face id of the base model (a model card's ``base_model``), None when it
+    #: is a local folder; and its licence (an SPDX-style hub id, ``other`` when unknown)
+    base_model: str | None = None
+    license: str = "other"
 
 
 def st_modules() -> dict:

@@ -33,6 +33,12 @@ from .plugin import EncoderPlugin, ExportedBase, st_modules
 
 POOLING_MODES = ("mean", "cls", "lasttoken", "max")
 
+#: licences of hub models whose cards state one (for an export's model card)
+KNOWN_LICENSES = {"sentence-transformers/labse": "apache-2.0",
+                  "intfloat/multilingual-e5-small": "mit", "intfloat/multilingual-e5-base": "mit",
+                  "intfloat/multilingual-e5-large": "mit",
+                  "qwen/qwen3-embedding-0.6b": "apache-2.0"}
+
 _FAMILY_DEFAULTS = (
     ("labse", {"pooling": "cls", "prefix": ""}),
     ("multilingual-e5", {"pooling": "mean", "prefix": "passage: "}),
@@ -161,7 +167,10 @@ class SentenceTransformerEncoder(EncoderPlugin):
         modules = list(cls.rebuild(identity).sentence_transformer)
         if identity.normalize and type(modules[-1]).__name__ != "Normalize":
             modules.append(st_modules()["Normalize"]())
-        return ExportedBase(modules, identity.prefix, identity.model)
+        local = os.path.exists(identity.model) or identity.model.count("/") != 1
+        return ExportedBase(modules, identity.prefix, identity.model,
+                            base_model=None if local else identity.model,
+                            license=KNOWN_LICENSES.get(identity.model.lower(), "other"))
 
     def __init__(
         self,

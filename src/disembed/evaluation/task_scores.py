@@ -94,6 +94,21 @@ class TaskScores:
             )
         return self.get(view, self.main_subset, self.main_metric)
 
+    def protocol(self) -> dict[str, Any]:
+        """How many items the scores came from: ``items`` (all subsets), ``subsets``,
+        ``max_items_per_subset`` (None: every item) and the sampling ``seed``."""
+        sizes = self.data_sizes or {}
+        return {"items": int(sum(sizes.values())), "subsets": len(sizes),
+                "max_items_per_subset": self.config.get("max_items"),
+                "seed": self.config.get("seed")}
+
+    def protocol_text(self) -> str:
+        """:meth:`protocol` in words, e.g. "600 items over 2 subsets, a seeded sample ..."."""
+        p = self.protocol()
+        sample = (f"a seeded sample of at most {p['max_items_per_subset']} items per subset "
+                  f"(seed {p['seed'] or 0})" if p["max_items_per_subset"] else "every test item")
+        return f"{p['items']} items over {p['subsets']} subsets, {sample}"
+
     def to_dict(self) -> dict[str, Any]:
         return json_safe(
             {

@@ -165,6 +165,13 @@ class Disentangler(ABC):
     #: :meth:`check_params` for every method a config names, before anything runs
     _parameter_constraints: ClassVar[dict[str, list[Constraint]]] = {}
 
+    #: the paper the recipe reproduces (model cards cite it); empty: disembed's own
+    paper: ClassVar[str] = ""
+
+    def papers(self) -> list[str]:
+        """The papers behind this configured method (the recipe's, plus any it composes)."""
+        return [self.paper] if self.paper else []
+
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         for attr in ("meaning", "language", "views"):

@@ -54,6 +54,8 @@ class Dream(TwoHeadRecipe):
     """DREAM; see the module docstring for the objective and official-code differences."""
 
     method = "dream"
+    paper = ("Tiyajamorn et al. *Language-agnostic Representation from Multilingual Sentence "
+             "Encoders for Cross-lingual Similarity Estimation* (DREAM). EMNLP 2021")
     hpo_default = {"lr": LEARNING_RATES}
     language_classifier = True
 

@@ -51,6 +51,7 @@ class Intra(_SeedHeadRecipe):
     """Only the within-meaning and within-language constraints (L_mean + L_lang)."""
 
     method = "intra"
+    paper = "Nonomura et al. (2026): the intra/inter constraint ablation on SEED's head"
     weights = INTRA_WEIGHTS
 
 
@@ -58,6 +59,7 @@ class Inter(_SeedHeadRecipe):
     """Only the between-meaning-and-language constraints (L_cross + L_sep)."""
 
     method = "inter"
+    paper = Intra.paper
     hpo_default = {"lr": LEARNING_RATES}
     weights = INTER_WEIGHTS
 
@@ -66,4 +68,5 @@ class Both(_SeedHeadRecipe):
     """intra + inter: SEED's objective under the ablation's name."""
 
     method = "both"
+    paper = Intra.paper
     weights = {**INTRA_WEIGHTS, **INTER_WEIGHTS}

@@ -74,6 +74,8 @@ class Leace(Disentangler):
     """LEACE eraser of the language concept; see the module docstring."""
 
     method = "leace"
+    paper = ("Belrose et al. *LEACE: Perfect linear concept erasure in closed form.* NeurIPS 2023 "
+             "(arXiv:2306.03819)")
     uses_language = False
 
     def __init__(self) -> None:

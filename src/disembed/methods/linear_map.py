@@ -151,6 +151,7 @@ class LinearMap(Disentangler):
     """Per-language affine maps into the pivot language's space; see the module docstring."""
 
     method = "linear-map"
+    paper = "Vasilyev et al.: linear maps between the languages of a multilingual encoder"
     has_language = False
     uses_language = True
 

@@ -106,6 +106,8 @@ class Lir(Disentangler):
     """Per-language top-``rank`` singular directions projected out; see the module docstring."""
 
     method = "lir"
+    paper = ("Yang, Yang, Cer, Darve. *A Simple and Effective Method To Eliminate the Self "
+             "Language Bias in Multilingual Representations.* EMNLP 2021 (arXiv:2109.04727)")
     uses_language = True
     hpo_default = {"rank": [1, 2, 4, 8]}
 

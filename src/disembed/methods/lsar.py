@@ -71,6 +71,8 @@ class Lsar(Disentangler):
     """The language-mean subspace projected out of every embedding; see the module docstring."""
 
     method = "lsar"
+    paper = ("Xie, Zhao, Yu, Li. *Discovering Low-rank Subspaces for Language-agnostic "
+             "Multilingual Representations.* EMNLP 2022")
     uses_language = False
     hpo_default = {"rank": [1, 2, 4, 8, None]}
 

@@ -42,6 +42,8 @@ def check_unknown_language(policy: str) -> None:
 
 class MeanCentering(Disentangler):
     method = "mean-centering"
+    paper = ("Libovický, Rosa, Fraser. *On the Language Neutrality of Pre-trained Multilingual "
+             "Representations.* Findings of EMNLP 2020 (arXiv:2004.05160)")
     uses_language = True
 
     def __init__(self, unknown_language: Literal["nearest", "global", "error"] = "nearest") -> None:

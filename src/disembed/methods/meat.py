@@ -52,6 +52,8 @@ class Meat(TwoHeadRecipe):
     """MEAT; see the module docstring for the objective and official-code differences."""
 
     method = "meat"
+    paper = ("Kuroda et al. MEAT: adversarial training on disentangling meaning and language "
+             "representations for unsupervised quality estimation. COLING 2022")
     hpo_default = {"lr": LEARNING_RATES}
 
     def recipe_weights(self) -> dict[str, float]:

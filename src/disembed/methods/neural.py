@@ -48,7 +48,7 @@ from .constraints import BatchViews, add_weights, check_weights, needs_of, pick,
 from .export_map import Affine, MeaningMap, centering_routes, single_route
 from .heads import TwoHeads, start_near_identity
 from .mean_centering import MeanCentering, check_unknown_language
-from .oracle_variants import ORACLE_VARIANTS, check_oracle_variant, oracle_weights
+from .oracle_variants import ORACLE_PAPER, ORACLE_VARIANTS, check_oracle_variant, oracle_weights
 
 logger = logging.getLogger(__name__)
 
@@ -118,6 +118,17 @@ class NeuralDisentangler(Disentangler):
         if self.oracle_variant is not None and not self.oracle_only:
             label = f"oracle+{label}"
         return f"{label}-centered" if self.center != "none" else label
+
+    def papers(self) -> list[str]:
+        """The recipe's paper, ORACLE's when its terms are on, mean-centering's when centred."""
+        from .mean_centering import MeanCentering
+
+        out = super().papers()
+        if self.oracle_variant is not None and not self.oracle_only:
+            out.append(ORACLE_PAPER)
+        if self.center != "none":
+            out.append(MeanCentering.paper + " (the per-language centring before the head)")
+        return out
 
     @property
     def uses_language(self) -> bool:  # type: ignore[override]

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from ..util.constraints import Options
 from .neural import TwoHeadRecipe
-from .oracle_variants import ORACLE_VARIANTS, oracle_weights
+from .oracle_variants import ORACLE_PAPER, ORACLE_VARIANTS, oracle_weights
 
 __all__ = ["ORACLE_VARIANTS", "Oracle", "oracle_weights"]
 
@@ -38,6 +38,7 @@ class Oracle(TwoHeadRecipe):
     """ORACLE's two terms alone on two linear heads; see the module docstring."""
 
     method = "oracle"
+    paper = ORACLE_PAPER
     oracle_only = True
     _parameter_constraints = {**TwoHeadRecipe._parameter_constraints,
                               "oracle_variant": [Options(*ORACLE_VARIANTS)]}

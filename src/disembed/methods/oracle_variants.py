@@ -27,6 +27,10 @@ from __future__ import annotations
 
 from ..exceptions import ConfigError
 
+#: the paper of ORACLE, cited by every recipe that switches its terms on
+ORACLE_PAPER = ("Ki et al. ORACLE: orthogonality constraints against semantic leakage in "
+                "cross-lingual embeddings (2024)")
+
 ORACLE_VARIANTS: dict[str, dict[str, float]] = {
     "paper": {"language_cluster": 1.0, "orthogonality": 1.0},
     "official-new": {"language_cluster_batch": 1.0, "language_push_translation": 1.0},

@@ -60,6 +60,7 @@ class Seed(NeuralDisentangler):
     """SEED; see the module docstring for the objective and official-code differences."""
 
     method = "seed"
+    paper = "Fukushima et al. SEED (2025): one linear layer splits meaning from language"
     hpo_default = {"lr": LEARNING_RATES, "init_scale": [None, 0.9]}
 
     def build_head(self, dim: int) -> torch.nn.Module:

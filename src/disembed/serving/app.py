@@ -2,49 +2,79 @@
 
 ======================  ====================================================================
 ``POST /v1/embeddings`` OpenAI's request and response: ``input`` (string or list),
-                        ``model`` = the view (``meaning``, ``language``, ``raw``),
+                        ``model`` = a served model id (``NAME`` = the meaning part,
+                        ``NAME:language``, ``NAME:raw``; the bare view names are accepted),
                         ``encoding_format`` (``float`` or ``base64``: little-endian float32),
-                        plus ``language`` (a code, or one per input) for methods that need it
+                        plus ``language`` (a code, or one per input) for methods that use it
 ``POST /v1/similarity`` ``{"pairs": [[a, b], ...], "languages": [la, lb]}`` -> cosine of the
                         meaning parts of each pair
 ``POST /v1/qe``         ``{"pairs": [[source, mt], ...], "languages": [src, tgt]}`` -> the
                         WMT20 QE task's score, cos(meaning(source), meaning(mt))
-``GET /health``         status, encoder, method, views, batching counters
+``GET /v1/models``      the served model ids (OpenAI's list)
+``GET /info``           model, recipe, parameters, encoder identity, views, limits, batching
+``GET /metrics``        Prometheus metrics (:mod:`.metrics`)
+``GET /health``         status, encoder, method, views, batching counters (never needs a key)
 ======================  ====================================================================
 
 Errors are JSON in OpenAI's shape ``{"error": {"message", "type", "param", "code"}}``:
-400 for malformed input, 413 over the size limits. Concurrent requests are micro-batched
+400 for malformed input, 401 without the API key (when one is set), 404 for a model not
+served here, 413 over the size limits, 503 with the reason when the service's own
+resources fail (e.g. a read-only embedding cache). Concurrent requests are micro-batched
 (:mod:`.batching`) into one encoder call on a worker thread. ``usage`` counts
-whitespace-separated words (the encoders' tokenizers differ).
+whitespace-separated words (the encoders' tokenizers differ). Every request is logged as
+one JSON line on the ``disembed.serving.access`` logger; nothing draws progress bars.
 """
 
 # no ``from __future__ import annotations``: FastAPI reads the handlers' annotations
 # (``fastapi.Request``) at definition time, and fastapi is imported lazily in create_app.
 import base64
 import contextlib
+import hmac
 import json
 import logging
+import os
 import socket
 import threading
 import time
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
 
 from ..exceptions import require
+from ..version import __version__
+from . import schemas
 from .batching import MicroBatcher
+from .metrics import ServiceMetrics
 from .requests import Limits, parse_embeddings, parse_pairs
 from .service import EmbeddingService, ServiceError
 
 logger = logging.getLogger(__name__)
+access_logger = logging.getLogger("disembed.serving.access")
+
+#: the environment variable ``disembed serve`` reads the API key from
+API_KEY_ENV = "DISEMBED_API_KEY"
+#: paths that answer without the API key (load balancers probe them)
+OPEN_PATHS = ("/health",)
 
 
-def _error(status: int, message: str, param: str | None = None):
+@dataclass(frozen=True)
+class ServeOptions:
+    """How the app is served: batching, API key, CORS origins."""
+
+    max_batch: int = 64
+    batch_window: float = 0.005  # seconds
+    api_key: str | None = None
+    cors_origins: tuple[str, ...] = field(default_factory=tuple)
+
+
+def _error(status: int, message: str, param: str | None = None, headers=None):
     from fastapi.responses import JSONResponse
 
-    kind = "invalid_request_error" if status < 500 else "server_error"
+    kind = ("authentication_error" if status == 401 else "invalid_request_error"
+            if status < 500 else "server_error")
     return JSONResponse({"error": {"message": message, "type": kind, "param": param,
-                                   "code": status}}, status_code=status)
+                                   "code": status}}, status_code=status, headers=headers)
 
 
 def _embedding(vec: np.ndarray, fmt: str) -> Any:
@@ -77,17 +107,103 @@ async def _paired(request, names, service: EmbeddingService, batcher: MicroBatch
                   limits: Limits):
     """Both sides of the pairs in one micro-batched encode, then the cosines of their views."""
     req = parse_pairs(await read_json(request, limits), service, limits, names=names)
+    request.state.inputs = len(req.a)
     raw = await batcher.encode(req.a + req.b)
     n = len(req.a)
     return req, service.cosines(raw[:n], raw[n:], req.a_languages, req.b_languages, req.view)
 
 
-def create_app(service: EmbeddingService, *, limits: Limits | None = None, max_batch: int = 64,
-               batch_window: float = 0.005):
+def _gauges(service: EmbeddingService):
+    def read() -> dict[str, tuple[str, str, float]]:
+        stats = getattr(service.encoder, "stats", None)
+        out = {"disembed_encoder_calls_total": ("counter", "Calls into the encoder.",
+                                                service.counter.calls)}
+        if stats is not None:  # the embedding cache (absent with --no-cache)
+            out["disembed_cache_lookups_total"] = (
+                "counter", "Texts looked up in the embedding cache.", stats.requested)
+            out["disembed_cache_hits_total"] = (
+                "counter", "Texts found in the embedding cache (not encoded).",
+                stats.requested - stats.encoded)
+        return out
+    return read
+
+
+def _authorised(request, api_key: str) -> bool:
+    header = request.headers.get("authorization", "")
+    scheme, _, token = header.partition(" ")
+    given = token.strip() if scheme.lower() == "bearer" else request.headers.get("x-api-key", "")
+    return bool(given) and hmac.compare_digest(given.encode(), api_key.encode())
+
+
+def _add_middleware(app, options: ServeOptions, metrics: ServiceMetrics) -> None:
+    """Access log + metrics + API key (inner), CORS (outermost, so errors carry its headers)."""
+    routes = {r.path for r in app.routes}
+
+    @app.middleware("http")
+    async def access(request, call_next):
+        t0 = time.perf_counter()
+        path = request.url.path
+        if (options.api_key and path not in OPEN_PATHS and request.method != "OPTIONS"
+                and not _authorised(request, options.api_key)):
+            response = _error(401, "this service needs an API key: send 'Authorization: Bearer "
+                              "KEY' (the key given to 'disembed serve --api-key' or "
+                              f"${API_KEY_ENV})", headers={"WWW-Authenticate": "Bearer"})
+        else:
+            response = await call_next(request)
+        seconds = time.perf_counter() - t0
+        inputs = int(getattr(request.state, "inputs", 0) or 0)
+        metrics.request(path if path in routes else "other", response.status_code, seconds,
+                        inputs)
+        access_logger.info(json.dumps({
+            "method": request.method, "path": path, "status": response.status_code,
+            "ms": round(1000 * seconds, 2), "inputs": inputs,
+            "client": request.client.host if request.client else None}))
+        return response
+
+    if options.cors_origins:
+        from fastapi.middleware.cors import CORSMiddleware
+
+        app.add_middleware(CORSMiddleware, allow_origins=list(options.cors_origins),
+                           allow_methods=["GET", "POST", "OPTIONS"],
+                           allow_headers=["authorization", "content-type", "x-api-key"])
+
+
+def _options(options: ServeOptions | None, max_batch: int | None,
+             batch_window: float | None) -> ServeOptions:
+    """``options``, with the older ``max_batch`` / ``batch_window`` keywords applied."""
+    options = options or ServeOptions()
+    return ServeOptions(options.max_batch if max_batch is None else max_batch,
+                        options.batch_window if batch_window is None else batch_window,
+                        options.api_key, options.cors_origins)
+
+
+def service_info(service: EmbeddingService, limits: Limits, options: ServeOptions,
+                 started: int) -> dict[str, Any]:
+    """``GET /info``: what is served and how."""
+    model = service.model
+    return {"model_id": service.name, "model_ids": list(service.model_ids),
+            "method": model.name, "recipe": model.method,
+            "params": json.loads(json.dumps(model.get_params(), default=str)),
+            "languages": list(getattr(model, "languages_", []) or []),
+            "encoder": service.encoder.name,
+            "encoder_identity": service.encoder.identity.to_dict(),
+            "dim": service.encoder.dim, "views": service.views,
+            "needs_language": service.needs_language, "limits": asdict(limits),
+            "max_batch": options.max_batch, "batch_window_ms": 1000 * options.batch_window,
+            "auth": bool(options.api_key), "cors_origins": list(options.cors_origins),
+            "version": __version__, "started": started}
+
+
+def create_app(service: EmbeddingService, *, limits: Limits | None = None,
+               max_batch: int | None = None, batch_window: float | None = None,
+               options: ServeOptions | None = None):
     """The FastAPI application serving ``service`` (see the module docstring)."""
     fastapi = require("fastapi", "serve", "disembed serve")
     limits = limits or Limits()
-    batcher = MicroBatcher(service.encode, max_batch=max_batch, window=batch_window)
+    options = _options(options, max_batch, batch_window)
+    metrics = ServiceMetrics(_gauges(service))
+    batcher = MicroBatcher(service.encode, max_batch=options.max_batch,
+                           window=options.batch_window, on_batch=metrics.batch)
 
     @contextlib.asynccontextmanager
     async def lifespan(app):
@@ -95,11 +211,15 @@ def create_app(service: EmbeddingService, *, limits: Limits | None = None, max_b
         yield
         await batcher.stop()
 
-    app = fastapi.FastAPI(title="disembed", lifespan=lifespan)
+    app = fastapi.FastAPI(title="disembed", version=__version__, lifespan=lifespan,
+                          description="Language-agnostic meaning embeddings "
+                                      f"({service.model.name} on {service.encoder.name}).")
     app.state.service, app.state.batcher, app.state.limits = service, batcher, limits
+    app.state.metrics, app.state.options = metrics, options
     _add_error_handlers(app)
     _add_vector_routes(app, fastapi.Request, service, batcher, limits)
-    _add_health_route(app, service, batcher, limits)
+    _add_info_routes(app, service, batcher, limits, options, metrics)
+    _add_middleware(app, options, metrics)
     return app
 
 
@@ -120,42 +240,68 @@ def _add_vector_routes(app, Request, service: EmbeddingService, batcher: MicroBa
                        limits: Limits) -> None:
     """``/v1/embeddings``, ``/v1/similarity`` and ``/v1/qe``."""
 
-    @app.post("/v1/embeddings")
+    @app.post("/v1/embeddings", openapi_extra=schemas.request_body(schemas.EmbeddingsBody),
+              responses={200: {"model": schemas.EmbeddingsResponse}, **schemas.ERRORS})
     async def embeddings(request: Request):
         req = parse_embeddings(await read_json(request, limits), service, limits)
+        request.state.inputs = len(req.texts)
         raw = await batcher.encode(req.texts)
-        vectors = service.view(raw, req.view, req.languages)
-        return {"object": "list", "model": req.view, "usage": _usage(req.texts),
-                "data": [{"object": "embedding", "index": i,
-                          "embedding": _embedding(v, req.encoding_format)}
-                         for i, v in enumerate(vectors)]}
+        vectors, used, predicted = service.view_with_languages(raw, req.view, req.languages)
+        data = [{"object": "embedding", "index": i,
+                 "embedding": _embedding(v, req.encoding_format)} for i, v in enumerate(vectors)]
+        if service.needs_language and req.view != "raw":  # which language each text counted as
+            for item, code, guessed in zip(data, used, predicted, strict=True):
+                item.update(language=code, language_predicted=guessed)
+        return {"object": "list", "model": req.model, "usage": _usage(req.texts), "data": data}
 
     async def paired(request, names):
         return await _paired(request, names, service, batcher, limits)
 
-    @app.post("/v1/similarity")
+    @app.post("/v1/similarity", openapi_extra=schemas.request_body(schemas.PairsBody),
+              responses={200: {"model": schemas.SimilarityResponse}, **schemas.ERRORS})
     async def similarity(request: Request):
         req, cos = await paired(request, ("text1", "text2"))
-        return {"object": "list", "model": req.view, "usage": _usage(req.a + req.b),
+        return {"object": "list", "model": req.model, "usage": _usage(req.a + req.b),
                 "data": [{"object": "similarity", "index": i, "similarity": float(c)}
                          for i, c in enumerate(cos)]}
 
-    @app.post("/v1/qe")
+    @app.post("/v1/qe", openapi_extra=schemas.request_body(schemas.PairsBody),
+              responses={200: {"model": schemas.QEResponse}, **schemas.ERRORS})
     async def quality_estimation(request: Request):
         req, cos = await paired(request, ("source", "translation"))
-        return {"object": "list", "model": req.view, "metric": "cosine(source, translation)",
+        return {"object": "list", "model": req.model, "metric": "cosine(source, translation)",
                 "usage": _usage(req.a + req.b),
                 "data": [{"object": "qe_score", "index": i, "score": float(c)}
                          for i, c in enumerate(cos)]}
 
 
-def _add_health_route(app, service: EmbeddingService, batcher: MicroBatcher,
-                      limits: Limits) -> None:
+def _add_info_routes(app, service: EmbeddingService, batcher: MicroBatcher, limits: Limits,
+                     options: ServeOptions, metrics: ServiceMetrics) -> None:
+    """``/v1/models``, ``/info``, ``/metrics`` and ``/health``."""
+    from fastapi.responses import PlainTextResponse
+
+    started = int(time.time())
+
+    @app.get("/v1/models", response_model=schemas.ModelList)
+    async def models():
+        return {"object": "list", "data": [
+            {"id": mid, "object": "model", "created": started, "owned_by": "disembed",
+             "view": view} for mid, view in service.model_ids.items()]}
+
+    @app.get("/info")
+    async def info():
+        return service_info(service, limits, options, started)
+
+    @app.get("/metrics", response_class=PlainTextResponse)
+    async def prometheus():
+        return PlainTextResponse(metrics.render(),
+                                 media_type="text/plain; version=0.0.4; charset=utf-8")
+
     @app.get("/health")
     async def health():
         s = batcher.stats
         return {"status": "ok", "encoder": service.encoder.name, "dim": service.encoder.dim,
-                "method": service.model.method, "model": service.label, "views": service.views,
+                "method": service.model.name, "model": service.name, "views": service.views,
                 "needs_language": service.needs_language,
                 "limits": vars(limits),
                 "batching": {"requests": s.requests, "batches": s.batches, "texts": s.texts,
@@ -163,10 +309,16 @@ def _add_health_route(app, service: EmbeddingService, batcher: MicroBatcher,
                              "encoder_calls": service.counter.calls}}
 
 
+def api_key_from_env() -> str | None:
+    """The API key in ``$DISEMBED_API_KEY``, or None when unset or empty."""
+    return os.environ.get(API_KEY_ENV) or None
+
+
 def run_server(app, host: str = "127.0.0.1", port: int = 8000, log_level: str = "info") -> None:
-    """Serve ``app`` with uvicorn until interrupted."""
+    """Serve ``app`` with uvicorn until interrupted (uvicorn's own access log is off: the
+    app logs one JSON line per request on ``disembed.serving.access``)."""
     uvicorn = require("uvicorn", "serve", "disembed serve")
-    uvicorn.run(app, host=host, port=port, log_level=log_level)
+    uvicorn.run(app, host=host, port=port, log_level=log_level, access_log=False)
 
 
 class BackgroundServer:
@@ -181,7 +333,7 @@ class BackgroundServer:
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.sock.bind((host, 0))
         self.url = f"http://{host}:{self.sock.getsockname()[1]}"
-        self.server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+        self.server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False))
         self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]},
                                        daemon=True)
         self.timeout = timeout

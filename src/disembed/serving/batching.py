@@ -43,8 +43,12 @@ class MicroBatcher:
     """
 
     def __init__(self, encode: Callable[[list[str]], np.ndarray], *, max_batch: int = 64,
-                 window: float = 0.005) -> None:
+                 window: float = 0.005,
+                 on_batch: Callable[[int, int], None] | None = None) -> None:
+        if int(max_batch) < 1 or not window >= 0:
+            raise ValueError(f"max_batch must be >= 1 and window >= 0; got {max_batch}, {window}")
         self._encode, self.max_batch, self.window = encode, int(max_batch), float(window)
+        self._on_batch = on_batch  # (requests, distinct texts) of every encoder call
         self.stats = BatchStats()
         self._queue: asyncio.Queue | None = None
         self._task: asyncio.Task | None = None
@@ -122,3 +126,5 @@ class MicroBatcher:
         s.encoded += distinct
         s.largest = max(s.largest, len(items))
         s.sizes = (s.sizes + [len(items)])[-1000:]
+        if self._on_batch is not None:
+            self._on_batch(len(items), distinct)

@@ -7,10 +7,12 @@
 The folder is ``SentenceTransformer(folder)``-loadable with only sentence-transformers
 installed, returns the meaning part (not re-normalised: compare with cosine), and
 carries a model card (``README.md``) and ``disembed_export.json`` (method, parameters,
-encoder identity, routes). A language-dependent method (its ``uses_language``)
-exports as a ``Router`` over one route per language: pass the language as the task,
-``model.encode(texts, task="de")``. The folder is built beside ``out_dir`` and renamed
-into place, so an interrupted export leaves no half-written model.
+encoder identity, routes). A language-dependent method (its ``uses_language``) with a
+language identifier exports as one module that identifies each text's language itself
+(:mod:`.exported_module`, shipped as ``disembed_meaning.py``: load with
+``trust_remote_code=True``; ``encode(texts, language="de")`` says it); one without (an
+older model) as a ``Router`` that needs ``task="de"``. The folder is built beside
+``out_dir`` and renamed into place, so an interrupted export leaves no half-written model.
 """
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..exceptions import ConfigError, require
+from ..data.languages import to_iso3
+from ..exceptions import ConfigError, DisembedError, require
 from ..methods import MeaningMap
 from ..saved_model import SavedModel
 from ..util.files import atomic_write_text, remove_stale_temps, replace_folder
@@ -32,7 +35,13 @@ from ..util.jsonsafe import dumps_json
 from ..util.manifest import check_replaceable, write_manifest
 from ..util.overlap import Endpoint, check_outputs
 from .model_card import model_card, read_scores
-from .st_pipeline import base_pipeline, meaning_modules
+from .st_pipeline import (
+    REMOTE_MODULE_FILE,
+    REMOTE_MODULE_REF,
+    base_pipeline,
+    identifying_module,
+    meaning_modules,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -48,11 +57,27 @@ class ExportResult:
     by_language: bool
     routes: list[str]
     dim: int
+    identifies_language: bool = False  # the folder's own module identifies the language
 
 
-def _prompt_name(prefix: str) -> str:
-    stripped = prefix.strip().rstrip(":").lower()
-    return stripped if stripped in ("passage", "query") else "default"
+E5_PROMPTS = {"query": "query: ", "document": "passage: "}
+
+
+def export_prompts(prefix: str) -> tuple[dict[str, str], str | None]:
+    """The export's ``prompts`` and ``default_prompt_name``, as sentence-transformers expects.
+
+    ``encode`` applies the default prompt (the prefix the model was trained with), so it
+    reproduces disembed's meaning vectors; ``encode_document`` picks the ``document`` prompt
+    and ``encode_query`` the ``query`` prompt. For e5 these are e5's own ``passage: `` and
+    ``query: `` prefixes (the meaning head is applied to either side); any other encoder has
+    one prefix, used for both.
+    """
+    if not prefix:
+        return {}, None
+    side = prefix.strip().rstrip(":").lower()
+    if prefix in E5_PROMPTS.values():
+        return dict(E5_PROMPTS), "query" if side == "query" else "document"
+    return {"query": prefix, "document": prefix}, "document"
 
 
 def export_model(model_dir: str | os.PathLike, out_dir: str | os.PathLike, *,
@@ -86,13 +111,20 @@ def export_model(model_dir: str | os.PathLike, out_dir: str | os.PathLike, *,
                                  dir=out_dir.parent))
     try:
         base = base_pipeline(identity, work)
-        prompts = {_prompt_name(base.prefix): base.prefix} if base.prefix else {}
+        prompts, default_prompt = export_prompts(base.prefix)
+        identifier = getattr(model, "language_id_", None) if mmap.by_language else None
+        head = ([identifying_module(mmap, identifier, _aliases(mmap.routes),
+                                    str(getattr(model, "unknown_policy", "nearest")))]
+                if identifier is not None else meaning_modules(mmap))
         st_model = st.SentenceTransformer(
-            modules=[*base.modules, *meaning_modules(mmap)], device="cpu", prompts=prompts,
-            default_prompt_name=next(iter(prompts), None))
+            modules=[*base.modules, *head], device="cpu", prompts=prompts,
+            default_prompt_name=default_prompt)
         folder = work / "model"
         st_model.save(str(folder), create_model_card=False)
-        info = _export_info(saved, mmap, base.notes + mmap.notes)
+        if identifier is not None:
+            _ship_module(folder)
+        info = {**_export_info(saved, mmap, base.notes + mmap.notes),
+                "base_model": base.base_model, "license": base.license}
         atomic_write_text(folder / EXPORT_INFO, dumps_json(info) + "\n")
         card = model_card(info, base.description, read_scores(model_dir, scores))
         atomic_write_text(folder / "README.md", card)
@@ -100,19 +132,44 @@ def export_model(model_dir: str | os.PathLike, out_dir: str | os.PathLike, *,
         replace_folder(folder, out_dir)  # the old export ends in the work folder
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    logger.info("exported %s (%s) to %s", model.method, model_dir, out_dir)
-    return ExportResult(out_dir, model.method, mmap.by_language, sorted(mmap.routes),
-                        mmap.out_dim)
+    logger.info("exported %s (%s) to %s", model.name, model_dir, out_dir)
+    return ExportResult(out_dir, model.name, mmap.by_language, sorted(mmap.routes),
+                        mmap.out_dim, identifier is not None)
+
+
+def _aliases(routes) -> dict[str, str]:
+    """Other spellings of each route's language the export accepts (``deu``, ``deu_Latn``)."""
+    out = {}
+    for code in routes:
+        try:
+            iso3 = to_iso3(code)
+        except DisembedError:
+            continue
+        out.update({iso3: code, f"{iso3}_latn": code})
+    return {k: v for k, v in out.items() if k not in routes}
+
+
+def _ship_module(folder: Path) -> None:
+    """Copy :mod:`.exported_module` into ``folder`` and point ``modules.json`` at it."""
+    shutil.copyfile(Path(__file__).with_name("exported_module.py"), folder / REMOTE_MODULE_FILE)
+    entries = json.loads((folder / "modules.json").read_text(encoding="utf-8"))
+    for entry in entries:
+        if entry["type"].endswith(".LanguageRoutedMeaning"):
+            entry["type"] = REMOTE_MODULE_REF
+    atomic_write_text(folder / "modules.json", json.dumps(entries, indent=2) + "\n")
 
 
 def _export_info(saved: SavedModel, mmap: MeaningMap, notes: list[str]) -> dict[str, Any]:
     model, meta = saved.disentangler, saved.metadata
-    return {"format": "disembed-sentence-transformers-export/1", "method": model.method,
-            "params": model.get_params(), "encoder": saved.require_identity().to_dict(),
+    return {"format": "disembed-sentence-transformers-export/1", "method": model.name,
+            "recipe": model.method, "papers": model.papers(), "params": model.get_params(),
+            "encoder": saved.require_identity().to_dict(),
             "encoder_spec": meta.encoder_spec, "dim": mmap.out_dim,
             "by_language": mmap.by_language,
             "routes": sorted(mmap.routes) if mmap.by_language else [],
             "languages": list(getattr(model, "languages_", [])),
+            "identifies_language": bool(mmap.by_language
+                                        and getattr(model, "language_id_", None) is not None),
             "training": meta.training, "notes": notes}
 
 

@@ -29,18 +29,62 @@ def read_scores(model_dir: Path, scores: str | os.PathLike | None) -> list[TaskS
         return []
 
 
+TASKS = {"tatoeba": ("Tatoeba (LASER v1)", "bitext-mining"),
+         "sts17": ("STS17 (SemEval-2017 task 1)", "sentence-similarity"),
+         "wmt20-qe": ("WMT20 QE task 1 (direct assessment)", "sentence-similarity"),
+         "bucc": ("BUCC 2018", "bitext-mining")}
+
+
+def eval_results(scores: list[TaskScores]) -> list:
+    """The scores as ``huggingface_hub.EvalResult`` entries of the card's model-index."""
+    from huggingface_hub import EvalResult
+
+    out = []
+    for s in scores:
+        value = s.get("meaning", s.main_subset, s.main_metric)
+        if value != value:
+            continue
+        name, kind = TASKS.get(s.task, (s.task, "sentence-similarity"))
+        out.append(EvalResult(
+            task_type=kind, dataset_type=s.task, dataset_name=name, dataset_split="test",
+            dataset_config=s.main_subset, metric_type=s.main_metric,
+            metric_value=round(100 * value, 2),
+            metric_name=f"meaning {s.main_metric} x100 ({s.main_subset})",
+            dataset_args=s.protocol()))
+    return out
+
+
 def _scores_table(scores: list[TaskScores]) -> str:
     if not scores:
         return ("No scores were recorded with this model. Evaluate it with `disembed evaluate "
                 "--model MODEL_DIR --out result.json`, then export with `--scores result.json`.")
-    lines = ["| task | metric | subset | meaning | language |", "|---|---|---|---|---|"]
+    lines = ["| task | metric | subset | meaning | language | items |", "|---|---|---|---|---|---|"]
     for s in scores:
         cells = []
         for view in ("meaning", "language"):
             value = s.get(view, s.main_subset, s.main_metric)
             cells.append("" if value != value else f"{100 * value:.1f}")
-        lines.append(f"| {s.task} | {s.main_metric} | {s.main_subset} | {cells[0]} | {cells[1]} |")
-    return "\n".join(lines) + "\n\n(x100; the language part should score low on these tasks.)"
+        lines.append(f"| {s.task} | {s.main_metric} | {s.main_subset} | {cells[0]} | {cells[1]} "
+                     f"| {s.protocol_text()} |")
+    return "\n".join(lines) + ("\n\n(x100; the language part should score low on these tasks. "
+                               "A sample's score is noisier than the published protocol's, "
+                               "`--max-eval-items all`.)")
+
+
+def card_metadata(info: Mapping[str, Any], scores: list[TaskScores]) -> str:
+    """The card's YAML front matter, as the Hugging Face Hub validates it."""
+    from huggingface_hub import ModelCardData
+
+    base, license_ = info.get("base_model"), info.get("license") or "other"
+    languages = list(dict.fromkeys([*info.get("languages", []), "en"]))
+    data = ModelCardData(
+        base_model=base, language=[*languages, "multilingual"], license=license_,
+        library_name="sentence-transformers", pipeline_tag="sentence-similarity",
+        tags=["sentence-transformers", "sentence-similarity", "feature-extraction", "disembed",
+              f"disembed-{info['method']}"],
+        model_name=f"{info['method']} meaning embeddings",
+        eval_results=eval_results(scores) or None)
+    return data.to_yaml()
 
 
 def _training(training: Any) -> str:
@@ -63,6 +107,11 @@ def _training(training: Any) -> str:
 
 
 def _usage(info: Mapping[str, Any]) -> str:
+    if info.get("identifies_language"):
+        lang = next((r for r in info["routes"] if r != "global"), "de")
+        return ('embeddings = model.encode(["Guten Morgen!", "Good morning!"])  # language '
+                f'identified per text\nembeddings = model.encode(["..."], language="{lang}")'
+                "  # or say it (ISO 639-1/3, de-DE, deu_Latn)")
     if info["by_language"]:
         lang = next((r for r in info["routes"] if r != "global"), "de")
         return (f'embeddings = model.encode(["..."], task="{lang}")  # the language of the '
@@ -78,12 +127,17 @@ def model_card(info: Mapping[str, Any], base: str, scores: list[TaskScores]) -> 
     routed = ("\nThe meaning part depends on the language: it is a `Router` with one route per "
               "language, so every call must say the language of its texts as the task "
               "(one language per call).\n" if info["by_language"] else "")
+    if info.get("identifies_language"):
+        routed = ("\nThe meaning part depends on the language, and the model identifies it "
+                  "itself, text by text, with the language identifier disembed fitted on the "
+                  "training embeddings (a language it never saw gets the nearest known one). "
+                  "That step is this folder's own code, `disembed_meaning.py` (torch and "
+                  "sentence-transformers only): load the model with `trust_remote_code=True`.\n")
+    loader = ('SentenceTransformer("PATH/TO/THIS/FOLDER", trust_remote_code=True)'
+              if info.get("identifies_language") else 'SentenceTransformer("PATH/TO/THIS/FOLDER")')
+    papers = "\n".join(f"- {p}" for p in info.get("papers", [])) or "- disembed's own recipe"
     return f"""---
-library_name: sentence-transformers
-tags:
-- sentence-transformers
-- sentence-similarity
-- disembed
+{card_metadata(info, scores)}
 ---
 
 # {info['method']} meaning embeddings on {base}
@@ -100,7 +154,7 @@ not re-normalised (compare with cosine). Exported by
 ```python
 from sentence_transformers import SentenceTransformer
 
-model = SentenceTransformer("PATH/TO/THIS/FOLDER")
+model = {loader}
 {_usage(info)}
 ```
 
@@ -108,7 +162,11 @@ In disembed: `--encoder st:PATH/TO/THIS/FOLDER` (language-independent recipes on
 
 ## Recipe
 
-`{info['method']}` with parameters:
+`{info['method']}`, after:
+
+{papers}
+
+Parameters:
 
 {params}
 

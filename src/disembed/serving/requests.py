@@ -1,8 +1,10 @@
 """Validation of the service's JSON requests (plain Python: no web framework needed).
 
 Every check raises :class:`~disembed.serving.service.ServiceError` with the HTTP status
-to answer: 400 for malformed input (wrong types, empty strings, unknown view), 413 for
-requests over the :class:`Limits`.
+to answer: 400 for malformed input (wrong types, empty strings, unknown view, text that is
+not valid Unicode), 404 for a ``model`` this service does not serve, 413 for requests over
+the :class:`Limits`. Token-id inputs (OpenAI's ``[[int, ...]]`` form) are refused with a
+message saying so: the encoders' tokenizers differ, so ids cannot be decoded faithfully.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ class EmbeddingsRequest:
     view: str
     encoding_format: str
     languages: list[str]
+    model: str = ""
 
 
 @dataclass
@@ -40,9 +43,29 @@ class PairsRequest:
     a_languages: list[str]
     b_languages: list[str]
     view: str
+    model: str = ""
+
+
+def _token_ids(value: Any) -> bool:
+    return (isinstance(value, list) and bool(value)
+            and (all(isinstance(v, int) for v in value)
+                 or all(isinstance(v, list) and all(isinstance(x, int) for x in v)
+                        for v in value)))
+
+
+def _lone_surrogate(text: str) -> int:
+    """Index of the first lone surrogate in ``text`` (JSON may escape one), or -1."""
+    for i, ch in enumerate(text):
+        if "\ud800" <= ch <= "\udfff":
+            return i
+    return -1
 
 
 def _texts(value: Any, param: str, limits: Limits, *, allow_single: bool = True) -> list[str]:
+    if _token_ids(value):
+        raise ServiceError(f"'{param}' holds token ids; this service embeds text only (its "
+                           "encoders' tokenizers differ, so ids are not decoded): send the "
+                           "strings themselves", param=param)
     if allow_single and isinstance(value, str):
         value = [value]
     if not isinstance(value, list) or not value:
@@ -58,6 +81,12 @@ def _texts(value: Any, param: str, limits: Limits, *, allow_single: bool = True)
                                "(token arrays are not supported)", param=param)
         if not text.strip():
             raise ServiceError(f"'{param}[{i}]' is empty or whitespace only", param=param)
+        at = _lone_surrogate(text)
+        if at >= 0:
+            raise ServiceError(f"'{param}[{i}]' holds a lone surrogate (U+{ord(text[at]):04X}) "
+                               f"at character {at}: not valid Unicode text; send well-formed "
+                               "UTF-8, or escape characters outside the BMP as surrogate pairs",
+                               param=param)
         if len(text) > limits.max_chars:
             raise ServiceError(f"'{param}[{i}]' has {len(text)} characters; at most "
                                f"{limits.max_chars}", 413, param)
@@ -68,21 +97,23 @@ def _texts(value: Any, param: str, limits: Limits, *, allow_single: bool = True)
     return value
 
 
-def _view(body: dict, service: EmbeddingService, default: str = "meaning") -> str:
-    view = body.get("model", default)
-    if view not in service.views:
-        raise ServiceError(f"'model' names the view to return; {view!r} is not one of "
-                           f"{service.views}", param="model")
-    return view
+def _view(body: dict, service: EmbeddingService) -> tuple[str, str]:
+    """``(model id, view)`` from the body's ``model`` and ``view`` fields."""
+    model, view = body.get("model"), body.get("view")
+    for name, value in (("model", model), ("view", view)):
+        if value is not None and not isinstance(value, str):
+            raise ServiceError(f"'{name}' must be a string; got {type(value).__name__}",
+                               param=name)
+    return service.view_of(model, view)
 
 
-def _language(value: Any, param: str) -> str | list[str] | None:
+def _language(value: Any, param: str) -> str | list[str | None] | None:
     if value is None or isinstance(value, str) and value:
         return value
-    if isinstance(value, list) and all(isinstance(v, str) and v for v in value):
+    if isinstance(value, list) and all(v is None or isinstance(v, str) and v for v in value):
         return value
-    raise ServiceError(f"'{param}' must be a language code such as \"de\" or a list of codes",
-                       param=param)
+    raise ServiceError(f"'{param}' must be a language code such as \"de\", or a list with one "
+                       "code (or null: predict it) per text", param=param)
 
 
 def _object(body: Any) -> dict:
@@ -97,18 +128,20 @@ def parse_embeddings(body: Any, service: EmbeddingService, limits: Limits) -> Em
     if "input" not in body:
         raise ServiceError("'input' is required: a string or a list of strings", param="input")
     texts = _texts(body["input"], "input", limits)
-    view = _view(body, service)
+    model, view = _view(body, service)
     fmt = body.get("encoding_format") or "float"
     if fmt not in ENCODING_FORMATS:
         raise ServiceError(f"'encoding_format' must be one of {ENCODING_FORMATS}; got {fmt!r}",
                            param="encoding_format")
     dims = body.get("dimensions")
-    if dims is not None:
-        raise ServiceError("'dimensions' is not supported: the views have fixed sizes",
-                           param="dimensions")
+    size = service.view_dim(view)
+    if dims is not None and dims != size:
+        raise ServiceError(f"'dimensions' = {dims!r} is not supported: the {view} view has "
+                           f"exactly {size} dimensions (truncating it would change cosines); "
+                           f"leave 'dimensions' out or send {size}", param="dimensions")
     langs = service.languages_for(len(texts), _language(body.get("language"), "language"),
                                   "language")
-    return EmbeddingsRequest(texts, view, fmt, langs)
+    return EmbeddingsRequest(texts, view, fmt, langs, model)
 
 
 def parse_pairs(body: Any, service: EmbeddingService, limits: Limits, *,
@@ -132,8 +165,9 @@ def parse_pairs(body: Any, service: EmbeddingService, limits: Limits, *,
         raise ServiceError(f"the request holds {sum(map(len, a + b))} characters; at most "
                            f"{limits.max_total_chars}", 413, "pairs")
     la, lb = _pair_languages(body.get("languages"), len(pairs))
+    model, view = _view(body, service)
     return PairsRequest(a, b, service.languages_for(len(a), la, "languages"),
-                        service.languages_for(len(b), lb, "languages"), _view(body, service))
+                        service.languages_for(len(b), lb, "languages"), view, model)
 
 
 def _pair_languages(value: Any, n: int) -> tuple[Any, Any]:

@@ -16,18 +16,39 @@ the meaning parts of two sides, exactly as the WMT20 QE task scores a pair
 
 from __future__ import annotations
 
+import difflib
+import errno
 import threading
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 
+from ..data.languages import known_languages, normalize_language
 from ..encoders import Encoder
 from ..evaluation.metrics import paired_cosine
+from ..exceptions import DisembedError
 from ..methods import Disentangler
 
 #: the placeholder language given to methods that ignore it
 ANY_LANGUAGE = "und"
+
+
+def _normalize(code: object, param: str) -> str:
+    """``code`` as the canonical code, or a 400 naming the nearest known codes."""
+    if not isinstance(code, str) or not code.strip():
+        raise ServiceError(f"'{param}' must hold language codes such as \"de\"; got {code!r}",
+                           param=param)
+    try:
+        return normalize_language(code)
+    except DisembedError:
+        near = difflib.get_close_matches(code.strip().lower().replace("_", "-").split("-")[0],
+                                         known_languages(), n=5, cutoff=0.5)
+        hint = f"nearest known codes: {', '.join(near)}" if near else "see GET /info"
+        raise ServiceError(f"unknown language code {code!r} in '{param}'; {hint} (ISO 639-1 "
+                           "or 639-3, BCP-47 such as de-DE, or FLORES such as deu_Latn)",
+                           param=param) from None
 
 
 class ServiceError(Exception):
@@ -63,11 +84,17 @@ class EmbeddingService:
     model: Disentangler
     label: str = ""
     batch_size: int = 64
+    #: the served model's name (``model`` in requests, ``/v1/models``); default: the label's
+    #: last path part (the model folder's name, or the encoder spec)
+    name: str = ""
 
     def __post_init__(self) -> None:
         if not self.model.is_fitted:
             self.model.dim_ = self.encoder.dim  # the identity recipe on a bare encoder
         self.counter = CountingEncoder(self.encoder)
+        self.name = self.name or Path(self.label.rstrip("/")).name or self.label or \
+            self.model.name
+        self._dims: dict[str, int] = {}
         self._lock = threading.Lock()  # one encode at a time (the cache is not thread-safe)
 
     @property
@@ -82,38 +109,121 @@ class EmbeddingService:
         """Whether the method's views depend on the language (the recipe says so)."""
         return bool(self.model.uses_language)
 
-    def encode(self, texts: list[str]) -> np.ndarray:
-        """Raw embeddings ``(n, d) float32``, one encoder call (thread-safe)."""
-        with self._lock:
-            return self.counter.encode(texts, batch_size=self.batch_size)
+    def view_dim(self, view: str) -> int:
+        """The number of dimensions of ``view``'s vectors."""
+        if view not in self._dims:
+            probe = np.zeros((1, int(self.encoder.dim)), np.float32)
+            known = list(getattr(self.model, "languages_", []) or [ANY_LANGUAGE])
+            try:
+                self._dims[view] = int(self.view(probe, view, [str(known[0])]).shape[1])
+            except ServiceError:
+                self._dims[view] = int(self.encoder.dim)
+        return self._dims[view]
 
-    def languages_for(self, n: int, language: str | list[str] | None, param: str) -> list[str]:
-        """One language per text, or the placeholder when the method ignores languages."""
+    @property
+    def model_ids(self) -> dict[str, str]:
+        """Model id -> view: ``NAME`` is the meaning part, ``NAME:VIEW`` any other view."""
+        return {(self.name if v == "meaning" else f"{self.name}:{v}"): v for v in self.views}
+
+    def view_of(self, model: str | None, view: str | None = None) -> tuple[str, str]:
+        """``(model id, view)`` for a request's ``model`` and optional ``view`` fields.
+
+        ``model`` must be a served model id (``/v1/models``); the bare view names
+        (``meaning``, ``language``, ``raw``) are accepted too, as earlier versions named the
+        view there. ``view`` overrides the model id's view."""
+        ids = self.model_ids
+        if model is None or model in self.views:
+            chosen = model or "meaning"
+        elif model in ids:
+            chosen = ids[model]
+        else:
+            raise ServiceError(f"model {model!r} is not served here; this service serves "
+                               f"{', '.join(map(repr, ids))} (GET /v1/models): use one of "
+                               "them, or leave 'model' out", 404, "model")
+        if view is not None:
+            if view not in self.views:
+                raise ServiceError(f"'view' must be one of {self.views}; got {view!r}",
+                                   param="view")
+            chosen = view
+        if chosen not in self.views:
+            raise ServiceError(f"{self.model.name} has no {chosen} part; views: {self.views}",
+                               param="model")
+        return next(k for k, v in ids.items() if v == chosen), chosen
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        """Raw embeddings ``(n, d) float32``, one encoder call (thread-safe).
+
+        Raises :class:`ServiceError`: 503 when the service's own resources fail (the
+        embedding cache cannot be written, the disk is full), 400 when the encoder cannot
+        embed a given text (e.g. an ``npy:`` encoder that does not hold it)."""
+        try:
+            with self._lock:
+                return self.counter.encode(texts, batch_size=self.batch_size)
+        except OSError as exc:
+            what = {errno.EACCES: "permission denied", errno.EROFS: "read-only file system",
+                    errno.ENOSPC: "no space left"}.get(exc.errno or 0, exc.strerror or str(exc))
+            where = f" at {exc.filename}" if getattr(exc, "filename", None) else ""
+            raise ServiceError(f"the service cannot use its embedding cache{where}: {what}. "
+                               "This is the server's fault, not the request's: the operator "
+                               "must fix the cache folder (--cache-dir) or start the service "
+                               "with --no-cache", 503) from None
+        except DisembedError as exc:
+            raise ServiceError(f"the encoder cannot embed these texts: {exc}",
+                               param="input") from None
+
+    def languages_for(self, n: int, language: str | list[str | None] | None, param: str
+                      ) -> list[str | None]:
+        """One normalised language code per text; ``None`` where none was given (predicted
+        by the model when it uses a language, see :meth:`resolve_languages`).
+
+        Every code goes through :func:`~disembed.data.languages.normalize_language`
+        (``de``, ``deu``, ``de-DE``, ``DE``, ``deu_Latn`` are one language); an unknown code
+        is a 400 naming the nearest known ones."""
         if language is None:
-            if self.needs_language:
-                raise ServiceError(f"{self.model.method} needs the language of every text: add "
-                                   f"'{param}': \"de\" (one for all) or a list with one code per "
-                                   "text", param=param)
-            return [ANY_LANGUAGE] * n
+            return [None] * n
         if isinstance(language, str):
-            return [language] * n
+            return [_normalize(language, param)] * n
         if len(language) != n:
             raise ServiceError(f"'{param}' has {len(language)} codes for {n} texts; give one "
                                "code for all or one per text", param=param)
-        return list(language)
+        return [None if code is None else _normalize(code, param) for code in language]
 
-    def view(self, raw: np.ndarray, view: str, languages: list[str]) -> np.ndarray:
-        """One view of ``raw (n, d)`` for texts in ``languages`` (one code per row)."""
+    def resolve_languages(self, raw: np.ndarray, languages: list[str | None]
+                          ) -> tuple[list[str | None], list[bool]]:
+        """``(codes, predicted)``: the language used for each row and whether it was predicted.
+
+        The model decides (:meth:`~disembed.methods.Disentangler.resolve_languages`): rows
+        without a code are identified from the raw embedding by its language identifier,
+        and a language it never saw gets its ``unknown_language`` fallback (the nearest
+        known language by default). A method that uses no language keeps ``None`` rows."""
+        try:
+            codes = [None if c is None else str(c)
+                     for c in self.model.resolve_languages(raw, languages).tolist()]
+        except DisembedError as exc:  # e.g. an old model without a language identifier
+            raise ServiceError(f"{self.model.name} cannot tell the language of these texts: "
+                               f"{exc}; add 'language': \"de\" (one for all) or a list with "
+                               "one code per text", param="language") from None
+        predicted = [self.needs_language and c is None for c in languages]
+        return codes, predicted
+
+    def view(self, raw: np.ndarray, view: str, languages: list[str | None]) -> np.ndarray:
+        """One view of ``raw (n, d)`` for texts in ``languages`` (one code or None per row)."""
+        return self.view_with_languages(raw, view, languages)[0]
+
+    def view_with_languages(self, raw: np.ndarray, view: str, languages: list[str | None]
+                            ) -> tuple[np.ndarray, list[str | None], list[bool]]:
+        """``(vectors, languages used, predicted)``; ``raw`` never needs a language."""
         if view == "raw":
-            return raw
+            return raw, list(languages), [False] * len(languages)
         if view == "language" and not self.model.has_language:
-            raise ServiceError(f"{self.model.method} has no language part; views: {self.views}",
+            raise ServiceError(f"{self.model.name} has no language part; views: {self.views}",
                                param="model")
+        codes, predicted = self.resolve_languages(raw, languages)
         fn = self.model.meaning if view == "meaning" else self.model.language
         try:
-            return np.asarray(fn(raw, languages), dtype=np.float32)
-        except Exception as exc:  # e.g. a language the method was not fitted on
-            raise ServiceError(f"{self.model.method} could not compute the {view} part: {exc}",
+            return np.asarray(fn(raw, codes), dtype=np.float32), codes, predicted
+        except DisembedError as exc:  # e.g. a language the method was not fitted on
+            raise ServiceError(f"{self.model.name} could not compute the {view} part: {exc}",
                                param="language") from None
 
     def cosines(self, a_raw: np.ndarray, b_raw: np.ndarray, a_langs: list[str],

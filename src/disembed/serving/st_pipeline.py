@@ -33,6 +33,39 @@ def base_pipeline(identity: EncoderIdentity, workdir: Path) -> ExportedBase:
     return encoder_backend(identity).export_modules(identity, workdir)
 
 
+#: file name of :mod:`.exported_module` inside an export, and its class reference
+REMOTE_MODULE_FILE = "disembed_meaning.py"
+REMOTE_MODULE_REF = "disembed_meaning.LanguageRoutedMeaning"
+
+
+def identifying_module(mmap: MeaningMap, identifier, aliases: dict[str, str], unknown: str):
+    """The routed meaning part with the model's language identifier inside it
+    (:class:`.exported_module.LanguageRoutedMeaning`), so an export needs no language.
+
+    ``identifier``: a fitted language identifier (``center_``, ``W_``, ``b_``,
+    ``centroids_``, ``threshold_``, ``languages_``)."""
+    import torch
+
+    from .exported_module import LanguageRoutedMeaning
+
+    tensors = {"lid.center": identifier.center_, "lid.W": identifier.W_, "lid.b": identifier.b_,
+               "lid.centroids": identifier.centroids_}
+    activations = {}
+    for name, layers in mmap.routes.items():
+        activations[name] = [a.activation for a in layers]
+        for i, a in enumerate(layers):
+            tensors[f"route.{name}.{i}.weight"] = a.weight
+            tensors[f"route.{name}.{i}.bias"] = a.bias
+    missing = sorted(set(identifier.languages_) - set(mmap.routes))
+    if missing:
+        raise ConfigError(f"{mmap.method}'s language identifier knows {missing}, which its "
+                          "meaning part has no route for; refit or recalibrate the model")
+    return LanguageRoutedMeaning(
+        list(identifier.languages_), sorted(mmap.routes), activations, aliases, unknown,
+        float(identifier.threshold_),
+        {k: torch.tensor(np.ascontiguousarray(v, dtype=np.float32)) for k, v in tensors.items()})
+
+
 def meaning_modules(mmap: MeaningMap) -> list:
     """``Dense`` modules (one route), or a ``Router`` over per-language ``Dense`` modules."""
     import torch

@@ -1,0 +1,77 @@
+"""The e5-small export's tokenizer, saved and reloaded as sentence-transformers loads it,
+gives disembed's own e5 tokens (the C engine's) in every Tatoeba language."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("transformers")
+
+from disembed.data.paths import resolve_data_dir  # noqa: E402
+from disembed.encoders.e5_export import hf_fast_tokenizer  # noqa: E402
+from disembed.encoders.e5_format import read_e5_file  # noqa: E402
+from disembed.encoders.e5_tokenizer import E5Tokenizer  # noqa: E402
+from disembed.encoders.e5_torch import bundled_weights  # noqa: E402
+from disembed.exceptions import DisembedError  # noqa: E402
+
+PER_LANGUAGE = 8
+# scripts and cases the Tatoeba sample may miss: full-width forms (e5's normalisation map),
+# runs of characters no piece holds (one <unk> each), spaces, tabs, mixed scripts
+EXTRA = ["Ｈｅｌｌｏ　ｗｏｒｌｄ！１２３", "ꦣꦺꦏꦺꦢꦶꦒꦼ", "a  b   c ", " leading", "tab\there",
+         "混合 text ﾃｽﾄ", "𝐁𝐨𝐥𝐝 math", "Hƿȳ bohtest þū hit?", "<s> tags </s>", "x\u200by",
+         "…‥「」『』", "🙂🙃 emoji"]
+
+
+def tatoeba_samples(per_language: int = PER_LANGUAGE) -> dict[str, list[str]]:
+    """``per_language`` sentences spread over each Tatoeba file (both sides of every pair)."""
+    try:
+        folder = resolve_data_dir(None) / "tatoeba"
+    except DisembedError:
+        return {}
+    out: dict[str, list[str]] = {}
+    for path in sorted(folder.glob("tatoeba.*-eng.*")):
+        lines = [t for t in path.read_text(encoding="utf-8").splitlines() if t.strip()]
+        step = max(1, len(lines) // per_language)
+        out[path.name.rsplit(".", 1)[1]] = lines[::step][:per_language]
+    return out
+
+
+@pytest.fixture(scope="module")
+def tokenizers(tmp_path_factory):
+    from transformers import AutoTokenizer
+
+    f = read_e5_file(bundled_weights())
+    folder = tmp_path_factory.mktemp("e5-tokenizer")
+    hf_fast_tokenizer(f).save_pretrained(folder)
+    return E5Tokenizer(f), AutoTokenizer.from_pretrained(folder)
+
+
+def mismatches(ours, hf, texts, side="passage"):
+    prefix = {"passage": "passage: ", "query": "query: "}[side]
+    got = hf([prefix + t for t in texts])["input_ids"]
+    return [t for t, ids in zip(texts, got, strict=True) if ours.encode(t, side) != ids]
+
+
+def test_reloaded_tokenizer_keeps_e5s_normalisation(tokenizers):
+    _, hf = tokenizers
+    assert type(hf).__name__ in ("TokenizersBackend", "PreTrainedTokenizerFast")
+    assert hf.backend_tokenizer.normalizer is not None  # XLMRobertaTokenizer drops it
+
+
+def test_export_tokens_equal_disembeds_in_every_tatoeba_language(tokenizers):
+    ours, hf = tokenizers
+    samples = tatoeba_samples()
+    if not samples:
+        pytest.skip("no Tatoeba data (set DISEMBED_DATA_DIR)")
+    assert len(samples) >= 100  # 112 languages + English
+    bad = {lang: m for lang, texts in samples.items() if (m := mismatches(ours, hf, texts))}
+    assert not bad, f"{len(bad)} languages tokenize differently: {bad}"
+
+
+def test_export_tokens_equal_on_hard_cases_for_both_sides(tokenizers):
+    ours, hf = tokenizers
+    assert mismatches(ours, hf, EXTRA) == []
+    assert mismatches(ours, hf, EXTRA, side="query") == []
+    # one <unk> per unknown character, as the C engine does (the Unigram model fuses runs)
+    ids = hf(["passage: ꦣꦺꦏꦺ"])["input_ids"][0]
+    assert ids.count(ours.unk) == 4 and ids == ours.encode("ꦣꦺꦏꦺ")

@@ -1,0 +1,95 @@
+"""The real e5-small export, run by plain sentence-transformers where disembed cannot be
+imported, equals disembed's meaning vectors: ``encode`` and ``encode_document`` on the
+passage side the model was trained on, ``encode_query`` on e5's query side."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("sentence_transformers")
+
+from fresh_st import cosines, encode_in_fresh_process  # noqa: E402
+
+from disembed import load_encoder  # noqa: E402
+from disembed.data.paths import resolve_data_dir  # noqa: E402
+from disembed.data.tatoeba import load_tatoeba  # noqa: E402
+from disembed.exceptions import DisembedError  # noqa: E402
+from disembed.methods import make_method  # noqa: E402
+from disembed.serving import export_model  # noqa: E402
+
+BAR = 0.9999
+
+
+def tatoeba_or_skip(lang: str):
+    try:
+        return load_tatoeba(lang, resolve_data_dir(None))
+    except DisembedError as exc:
+        pytest.skip(f"no Tatoeba data: {exc}")
+
+
+def train_and_save(name, params, enc, langs, folder, n=60):
+    """``name`` fitted on the first ``n`` Tatoeba pairs of each of ``langs`` with English."""
+    sets = [tatoeba_or_skip(lang) for lang in langs]
+    X = np.vstack([enc.encode(s.source[:n]) for s in sets])
+    Y = np.vstack([enc.encode(s.english[:n]) for s in sets])
+    src = [lang for lang in langs for _ in range(n)]
+    model = make_method(name, **params).fit(X, Y, src, "en")
+    model.save(folder, metadata={"encoder": enc.identity.to_dict(), "encoder_spec": "e5-small"})
+    return model
+
+
+def test_e5_export_encode_query_and_document_match_disembed(tmp_path):
+    enc = load_encoder("e5-small-torch", dtype="float32")
+    query_enc = load_encoder("e5-small-torch", dtype="float32", side="query")
+    model = train_and_save("seed", {"max_epochs": 3, "seed": 0}, enc, ["de", "zh"],
+                           tmp_path / "seed")
+    out = export_model(tmp_path / "seed", tmp_path / "seed-st").path
+    texts = [*tatoeba_or_skip("de").source[500:503], *tatoeba_or_skip("zh").source[500:503]]
+    got = encode_in_fresh_process(
+        [{"dir": str(out), "texts": texts, "call": call}
+         for call in ("encode", "encode_document", "encode_query")], tmp_path)
+    passage = model.meaning(enc.encode(texts), None)
+    query = model.meaning(query_enc.encode(texts), None)
+    assert cosines(got[0], passage).min() >= BAR
+    assert cosines(got[1], passage).min() >= BAR
+    assert cosines(got[2], query).min() >= BAR
+    assert cosines(got[2], passage).max() < BAR  # the query prompt was really applied
+    card = (out / "README.md").read_text(encoding="utf-8")  # the encoder names its base
+    assert "base_model: intfloat/multilingual-e5-small" in card and "license: mit" in card
+
+
+def every_language_probe(per_language: int = 3) -> dict[str, list[str]]:
+    """The last ``per_language`` sentences of every Tatoeba file (never trained on here)."""
+    folder = resolve_data_dir(None) / "tatoeba"
+    out = {}
+    for path in sorted(folder.glob("tatoeba.*-eng.*")):
+        lines = [t for t in path.read_text(encoding="utf-8").splitlines() if t.strip()]
+        out.setdefault(path.name.rsplit(".", 1)[1], lines[-per_language:])
+    return out
+
+
+@pytest.mark.slow
+def test_e5_export_equals_disembed_in_every_tatoeba_language(tmp_path):
+    """Issue 18.1 and 17.7: a head recipe, the per-language default recipe and
+    mean-centering, exported and run by plain ``SentenceTransformer(path).encode(texts)``
+    (no language given: the per-language ones identify it), cosine >= 0.9999 to disembed's
+    ``model.meaning(X)`` on 3 sentences of each of the 113 Tatoeba files."""
+    enc = load_encoder("e5-small-torch", dtype="float32")
+    probe = every_language_probe()
+    texts = [t for lang in sorted(probe) for t in probe[lang]]
+    X = enc.encode(texts)
+    recipes = {"seed": {"max_epochs": 5}, "seed-centered": {"lr": 3e-3, "init_scale": 0.9},
+               "mean-centering": {}}
+    jobs, expected = [], []
+    for name, params in recipes.items():
+        model = train_and_save(name, params, enc, ["de", "zh", "ja", "ru"], tmp_path / name)
+        out = export_model(tmp_path / name, tmp_path / f"{name}-st").path
+        jobs.append({"dir": str(out), "texts": texts, "trust": model.uses_language})
+        expected.append(model.meaning(X))
+    got = encode_in_fresh_process(jobs, tmp_path)
+    worst = {}
+    for name, want, vectors in zip(recipes, expected, got, strict=True):
+        cos = cosines(vectors, want)
+        worst[name] = (float(cos.min()), texts[int(cos.argmin())])
+    assert all(c >= BAR for c, _ in worst.values()), worst

@@ -54,7 +54,7 @@ def test_params_inline_file_and_tuned_form_reach_the_recipe(env, capsys):
 @pytest.mark.parametrize("params, message", [
     ('{"sed": {"lr": 0.1}}', "not for --method seed"),
     ('{"lr": 0.1, "seed": {"lr": 0.2}}', "mixes"),
-    ('{"learning_rate": 0.1}', "takes no learning_rate"),
+    ('{"learning_rate": 0.1}', "seed takes no 'learning_rate'"),
     ("[1, 2]", "cannot read"),
     ("{not json", "not valid JSON"),
 ])

@@ -30,6 +30,7 @@ from ..encoders import Encoder
 from ..evaluation.metrics import paired_cosine
 from ..exceptions import DisembedError
 from ..methods import Disentangler
+from ..progress import no_progress
 
 #: the placeholder language given to methods that ignore it
 ANY_LANGUAGE = "und"
@@ -157,7 +158,7 @@ class EmbeddingService:
         embedding cache cannot be written, the disk is full), 400 when the encoder cannot
         embed a given text (e.g. an ``npy:`` encoder that does not hold it)."""
         try:
-            with self._lock:
+            with self._lock, no_progress():  # a service logs requests, never draws bars
                 return self.counter.encode(texts, batch_size=self.batch_size)
         except OSError as exc:
             what = {errno.EACCES: "permission denied", errno.EROFS: "read-only file system",

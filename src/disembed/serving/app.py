@@ -43,7 +43,6 @@ import numpy as np
 
 from ..exceptions import require
 from ..version import __version__
-from . import schemas
 from .batching import MicroBatcher
 from .metrics import ServiceMetrics
 from .requests import Limits, parse_embeddings, parse_pairs
@@ -239,6 +238,7 @@ def _add_error_handlers(app) -> None:
 def _add_vector_routes(app, Request, service: EmbeddingService, batcher: MicroBatcher,
                        limits: Limits) -> None:
     """``/v1/embeddings``, ``/v1/similarity`` and ``/v1/qe``."""
+    from . import schemas  # pydantic comes with the [serve] extra's fastapi
 
     @app.post("/v1/embeddings", openapi_extra=schemas.request_body(schemas.EmbeddingsBody),
               responses={200: {"model": schemas.EmbeddingsResponse}, **schemas.ERRORS})
@@ -279,6 +279,8 @@ def _add_info_routes(app, service: EmbeddingService, batcher: MicroBatcher, limi
                      options: ServeOptions, metrics: ServiceMetrics) -> None:
     """``/v1/models``, ``/info``, ``/metrics`` and ``/health``."""
     from fastapi.responses import PlainTextResponse
+
+    from . import schemas  # pydantic comes with the [serve] extra's fastapi
 
     started = int(time.time())
 

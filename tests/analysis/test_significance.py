@@ -51,7 +51,12 @@ def test_bootstrap_matches_full_enumeration():
     res = paired_bootstrap(a, b, n_resamples=20_000, seed=0)
     assert res.delta > 0
     assert res.p_value == pytest.approx(brute, abs=0.015)
-    assert res.ci_low <= res.delta <= res.ci_high
+    # the interval is the 2.5/97.5 percentiles of the resampled deltas: against the exact
+    # distribution over all n**n resamples (equally likely), within Monte Carlo error
+    low, high = np.percentile(deltas, [2.5, 97.5])
+    assert res.ci_low == pytest.approx(low, abs=0.02)
+    assert res.ci_high == pytest.approx(high, abs=0.02)
+    assert res.ci_high - res.ci_low < 0.6  # a wide fixed band (delta +- 10) fails here
 
 
 def test_identical_systems_are_never_significant_and_big_gaps_are():
@@ -129,3 +134,41 @@ def test_permutation_of_correlations_ignores_the_scale_of_the_scores():
         p_plain = paired_permutation(a, b, statistic=stat, n_resamples=1000).p_value
         p_shift = paired_permutation(a, shifted, statistic=stat, n_resamples=1000).p_value
         assert p_plain < 0.01 and p_shift == pytest.approx(p_plain, abs=0.01)
+
+
+def _seed_scores(items_by_subset):
+    from disembed.evaluation.task_scores import ScoreRow, TaskScores
+
+    rows = [ScoreRow("meaning", s, "credit", float(np.mean(v)), len(v))
+            for s, v in items_by_subset.items()]
+    return TaskScores("toy", "credit", "avg:all", rows=rows, per_item={
+        ("meaning", s, "credit"): np.asarray(v, float) for s, v in items_by_subset.items()})
+
+
+def test_compare_averaged_uses_every_seed_of_both_methods():
+    """The seed-averaged comparison equals a computation written out here: per-item means
+    over the seeds, then the stratified paired bootstrap. A version that keeps only the
+    first seed (or drops one method's seeds) gives another delta and fails."""
+    from disembed.analysis.significance import compare_averaged
+
+    rng = np.random.default_rng(7)
+    sizes = {"de": 30, "zh": 20}
+    a = [_seed_scores({s: rng.random(n) + 0.1 * k for s, n in sizes.items()}) for k in range(3)]
+    b = [_seed_scores({s: rng.random(n) for s, n in sizes.items()}) for _ in range(3)]
+    got = compare_averaged(a, b, n_resamples=500, seed=1)
+
+    def averaged(runs, subset):
+        return np.mean([r.per_item[("meaning", subset, "credit")] for r in runs], axis=0)
+
+    # the main score of an unregistered task averages its subsets with equal weight
+    want_a = np.mean([averaged(a, s).mean() for s in sizes])
+    want_b = np.mean([averaged(b, s).mean() for s in sizes])
+    assert got.score_a == pytest.approx(want_a) and got.score_b == pytest.approx(want_b)
+    assert got.delta == pytest.approx(want_a - want_b)
+    first_only = np.mean([a[0].per_item[("meaning", s, "credit")].mean() for s in sizes])
+    assert abs(first_only - want_a) > 0.05  # the seeds differ: a first-seed mutant is caught
+    items_a = np.concatenate([averaged(a, s) for s in sizes])
+    items_b = np.concatenate([averaged(b, s) for s in sizes])
+    strata = np.array([s for s, n in sizes.items() for _ in range(n)], dtype=object)
+    ref = paired_bootstrap(items_a, items_b, strata=strata, n_resamples=500, seed=1)
+    assert (got.ci_low, got.ci_high) == pytest.approx((ref.ci_low, ref.ci_high))

@@ -28,7 +28,11 @@ def test_real_analyses_with_use_m3(tmp_path):
     runs = {r.label: r.measurements for r in report.runs}
     raw = runs["baseline"]["probe"]["raw"]
     assert raw["accuracy"] > raw["chance"] + 0.3  # the raw embedding knows the language
-    assert runs["mean-centering"]["probe"]["language"]["accuracy"] > 0.9  # per-language means
+    # per-language means tell the training languages apart; the other Tatoeba-14 languages
+    # of the probe take the nearest training language's mean (inductive, nothing from the
+    # probe's own rows), so they are not told apart: well above chance, far from 1
+    language = runs["mean-centering"]["probe"]["language"]
+    assert language["accuracy"] > language["chance"] + 0.2
     assert len(runs["seed"]["trajectory"]) >= 1
     stats = report.extras["codeswitch_stats"]
     assert stats and all(v["switched"] > 0.5 * v["items"] for v in stats.values())

@@ -245,7 +245,10 @@ def test_export_will_not_overwrite_without_being_asked(trained, tmp_path):
 
 @pytest.mark.slow
 def test_real_e5_export_matches_disembed_on_real_sentences(tmp_path):
-    """e5-small (torch backend, float32) + SEED and mean-centering on Tatoeba pairs."""
+    """e5-small (torch backend, float32) + SEED and mean-centering on Tatoeba pairs: plain
+    ``encode`` (the export identifies the language itself) and with ``language=``."""
+    from fresh_st import encode_in_fresh_process as fresh
+
     from disembed.data.tatoeba import load_tatoeba
 
     data = load_tatoeba("de", os.environ.get("DISEMBED_DATA_DIR"))
@@ -253,18 +256,23 @@ def test_real_e5_export_matches_disembed_on_real_sentences(tmp_path):
     enc = load_encoder("e5-small-torch")
     X, Y = enc.encode(de), enc.encode(en)
     probe = {"de": data.source[300:310], "en": data.english[300:310]}
-    jobs, expected = [], {}
+    jobs, expected = [], []
     for name, params in (("seed", {"max_epochs": 5}), ("mean-centering", {})):
         model = make_method(name, **params).fit(X, Y, "de", "en")
         model.save(tmp_path / name, metadata={"encoder": enc.identity.to_dict()})
         result = export_model(tmp_path / name, tmp_path / f"{name}-st")
+        trust = read_export_info(result.path)["identifies_language"]
         for lang, texts in probe.items():
-            route = lang if result.by_language else None
-            jobs.append({"dir": str(result.path), "lang": route, "texts": texts})
-            expected[f"{result.path}|{route}"] = model.meaning(enc.encode(texts), lang)
-    got = encode_in_fresh_process(jobs, tmp_path)
-    for key, want in expected.items():
-        assert cosines(got[key], want).min() >= 0.9999, key
+            E = enc.encode(texts)
+            jobs.append({"dir": str(result.path), "texts": texts, "trust": trust})
+            expected.append((f"{name} {lang}", model.meaning(E)))
+            if trust:
+                jobs.append({"dir": str(result.path), "texts": texts, "trust": True,
+                             "kwargs": {"language": lang}})
+                expected.append((f"{name} {lang} tagged", model.meaning(E, lang)))
+    got = fresh(jobs, tmp_path)
+    for (key, want), vectors in zip(expected, got, strict=True):
+        assert cosines(vectors, want).min() >= 0.9999, key
 
 
 def test_export_never_deletes_its_model_or_a_users_folder(trained, tmp_path):

@@ -48,6 +48,19 @@ def die_after(monkeypatch, saves: int) -> None:
     monkeypatch.setattr(trainer_module, "save_checkpoint", save_then_maybe_die)
 
 
+def count_epochs(monkeypatch):
+    """Count the epochs the trainer runs from now on; returns a function giving the count."""
+    real = trainer_module.run_epoch
+    calls = {"n": 0}
+
+    def counted(*args, **kwargs):
+        calls["n"] += 1
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(trainer_module, "run_epoch", counted)
+    return lambda: calls["n"]
+
+
 def history_without_timings(history) -> str:
     data = history.to_dict()
     data["epochs"] = [{k: v for k, v in e.items() if k not in TIMINGS} for e in data["epochs"]]
@@ -76,8 +89,13 @@ def test_resumed_run_is_bit_identical_to_an_uninterrupted_one(method, params, ki
         die_after(m, kill_after)
         with pytest.raises(Stop):
             fit(method, toy_pairs, params, checkpoint_dir=tmp_path)
+    epochs_run = count_epochs(monkeypatch)
     resumed = fit(method, toy_pairs, params, checkpoint_dir=tmp_path)
     assert len(resumed.history_.epochs) > kill_after
+    # the second call trained only the epochs after the interruption: a trainer that read
+    # the checkpoint and then started afresh ends with the same bits (training is
+    # deterministic) but runs every epoch again
+    assert epochs_run() == len(straight.history_.epochs) - kill_after
     for module in ("head_", "discriminator_") if method == "meat" else ("head_",):
         ours, theirs = getattr(resumed, module).state_dict(), getattr(straight, module).state_dict()
         assert ours.keys() == theirs.keys()

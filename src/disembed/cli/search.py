@@ -13,7 +13,7 @@ from .common import (
     output_file,
     positive_int,
 )
-from .mine import add_input_options, model_and_encoder, run_dir
+from .mine import add_input_options, backend_options, model_and_encoder, run_dir
 
 
 def add_parser(verbs) -> None:
@@ -38,7 +38,7 @@ def handle(args: argparse.Namespace) -> int:
                         run_dir=run_dir(args), k=args.k, backend=args.backend, model=model,
                         query_lang=args.src_lang, db_lang=args.tgt_lang, format=args.format,
                         skip_bad=args.skip_bad_lines, chunk=args.chunk,
-                        batch_size=args.batch_size)
+                        batch_size=args.batch_size, backend_options=backend_options(args))
     print(f"{done.queries} queries x {done.neighbours} neighbours -> {args.out}"  # noqa: T201
           + (f" (-k {args.k}, but the database has only {done.neighbours} sentences)"
              if done.neighbours < args.k else ""))

@@ -26,7 +26,7 @@ from ..data.languages import normalize_language
 from ..encoders import Encoder
 from ..exceptions import ConfigError, DataError
 from ..retrieval.margin import MARGINS, MODES, Margin, Mode, candidates, check_choice, select
-from ..retrieval.search import check_backend, search, search_both
+from ..retrieval.search import check_backend, resolve_backend, search, search_both
 from ..util.files import atomic_write_bytes
 from ..util.locks import folder_lock
 from .collection import Collection, Format
@@ -45,8 +45,11 @@ class MineConfig:
         mode: ``forward``, ``backward``, ``max-score`` or ``intersection``.
         threshold: keep pairs scoring at least this (``None``: no threshold).
         top: keep at most this many pairs (``None``: all).
-        backend: ``exact`` (bfloat16 where faster, exact either way), ``exact-fp32``,
-            ``exact-bf16``, ``faiss-flat``, ``faiss-ivf`` or ``faiss-hnsw``.
+        backend: ``auto`` (exact up to :data:`~disembed.retrieval.search.EXACT_UP_TO`
+            products, ``approx`` above), ``exact`` (bfloat16 where faster, exact either way),
+            ``exact-fp32``, ``exact-bf16``, ``approx`` / ``approx-pq`` (faiss IVF / IVF-PQ,
+            nprobe chosen for ``backend_options["recall"]``, default 0.95), ``faiss-flat``,
+            ``faiss-ivf`` or ``faiss-hnsw`` (hand-set parameters).
         backend_options: keyword options of the backend (block sizes, nprobe, ...).
         chunk: sentences per embedded (and resumable) chunk.
     """
@@ -56,7 +59,7 @@ class MineConfig:
     mode: Mode = "max-score"
     threshold: float | None = None
     top: int | None = None
-    backend: str = "exact"
+    backend: str = "auto"
     backend_options: dict[str, Any] = field(default_factory=dict)
     chunk: int = 16384
 
@@ -87,6 +90,7 @@ class Mined:
     seconds: dict[str, float] = field(default_factory=dict)
     k: int = 0
     written: int | None = None
+    backend: str = ""
 
     def __len__(self) -> int:
         return len(self.score)
@@ -109,12 +113,13 @@ def mine_embeddings(x: np.ndarray, y: np.ndarray, config: MineConfig | None = No
         logger.warning("k=%d but the smaller side has %d sentences: k=%d neighbours are used",
                        cfg.k, min(len(x), len(y)), k)
     t0 = time.perf_counter()
-    lists = search_both(x, y, k, cfg.backend, **cfg.backend_options)
+    backend = resolve_backend(cfg.backend, len(x), len(y))
+    lists = search_both(x, y, k, backend, **cfg.backend_options)
     t1 = time.perf_counter()
     score, src, tgt = candidates(*lists, mode=cfg.mode, kind=cfg.margin)
     keep = select(score, threshold=cfg.threshold, top=cfg.top)
     return Mined(score[keep], src[keep], tgt[keep],
-                 {"knn": t1 - t0, "margin": time.perf_counter() - t1}, k=k)
+                 {"knn": t1 - t0, "margin": time.perf_counter() - t1}, k=k, backend=backend)
 
 
 def meaning_transform(model, language: str) -> Callable[[np.ndarray], np.ndarray]:
@@ -216,7 +221,7 @@ def search_files(queries: str | Path, database: str | Path, encoder: Encoder, ou
                  *, run_dir: str | Path, k: int = 10, backend: str = "exact", model=None,
                  query_lang: str | None = None, db_lang: str | None = None,
                  format: Format = "auto", skip_bad: bool = False, chunk: int = 16384,
-                 batch_size: int = 64) -> Searched:
+                 batch_size: int = 64, backend_options: dict | None = None) -> Searched:
     """Write the ``k`` nearest ``database`` sentences of every query as a TSV.
 
     Columns ``query_id rank score match_id query match``. A database smaller than ``k``
@@ -232,19 +237,21 @@ def search_files(queries: str | Path, database: str | Path, encoder: Encoder, ou
     with folder_lock(run_dir):  # one writer per run folder (a second run waits)
         return _search_cols(cols, encoder, out, run_dir=Path(run_dir), k=k, backend=backend,
                             model=model, langs=(query_lang, db_lang), chunk=chunk,
-                            batch_size=batch_size, names=(queries, database))
+                            batch_size=batch_size, names=(queries, database),
+                            backend_options=backend_options or {})
 
 
 def _search_cols(cols: list[Collection], encoder: Encoder, out: str | Path, *, run_dir: Path,
                  k: int, backend: str, model, langs: tuple, chunk: int, batch_size: int,
-                 names: tuple) -> Searched:
+                 names: tuple, backend_options: dict) -> Searched:
     database = names[1]
     mats = _embed_both(cols, ("queries", "database"), langs, encoder, run_dir, model,
                        chunk=chunk, batch_size=batch_size)
     if k > len(cols[1]):
         logger.warning("k=%d but the database %s has %d sentences: every query gets all %d",
                        k, database, len(cols[1]), len(cols[1]))
-    D, I = search(mats[0], mats[1], min(k, len(cols[1])), backend)  # noqa: E741
+    D, I = search(mats[0], mats[1], min(k, len(cols[1])), backend,  # noqa: E741
+                  **backend_options)
     lines = ["query_id\trank\tscore\tmatch_id\tquery\tmatch\n"]
     for q0 in range(0, len(D), 4096):
         q_rows = cols[0].rows(range(q0, min(q0 + 4096, len(D))))

@@ -1,4 +1,7 @@
-"""One entry point over the k-NN backends: ``exact`` (ours) and ``faiss-{flat,ivf,hnsw}``.
+"""One entry point over the k-NN backends: ``exact`` (ours), ``approx`` / ``approx-pq``
+(faiss IVF with ``nprobe`` chosen by a measured recall target, :mod:`.approximate`),
+``auto`` (exact below :data:`EXACT_UP_TO` products, approximate above) and
+``faiss-{flat,ivf,hnsw}`` (faiss with hand-set parameters).
 
 ``exact`` multiplies in bfloat16 where the hardware probe measures it faster (with
 certified float32 re-scoring, so the lists equal float32 brute force), in float32
@@ -7,6 +10,7 @@ elsewhere; ``exact-fp32`` and ``exact-bf16`` force one precision.
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import time
 
@@ -17,7 +21,12 @@ from .knn import KnnOptions, knn, knn_both
 
 logger = logging.getLogger(__name__)
 
-BACKENDS = ("exact", "exact-fp32", "exact-bf16", "faiss-flat", "faiss-ivf", "faiss-hnsw")
+BACKENDS = ("exact", "exact-fp32", "exact-bf16", "auto", "approx", "approx-pq", "faiss-flat",
+            "faiss-ivf", "faiss-hnsw")
+APPROXIMATE = {"approx": "ivf", "approx-pq": "ivfpq"}
+# ``auto`` searches exactly while n x m stays at or below this many products; above it the
+# approximate path is cheaper (docs/mining.md: where the two cross on this machine).
+EXACT_UP_TO = 200_000 * 200_000
 _PRECISION = {"exact": "auto", "exact-fp32": "float32", "exact-bf16": "bfloat16"}
 
 
@@ -31,6 +40,35 @@ def _exact_options(backend: str, **options) -> KnnOptions:
     return KnnOptions(**{"precision": _PRECISION[backend], **options})
 
 
+def _approximate_options(backend: str, **options):
+    from .approximate import ApproximateOptions
+
+    return ApproximateOptions(index=APPROXIMATE[backend], **options)
+
+
+def resolve_backend(backend: str, n: int, m: int) -> str:
+    """``auto`` -> ``exact`` for ``n x m <= EXACT_UP_TO``, else ``approx``; others unchanged."""
+    check_backend(backend)
+    if backend != "auto":
+        return backend
+    chosen = "exact" if n * m <= EXACT_UP_TO else "approx"
+    if chosen == "approx" and importlib.util.find_spec("faiss") is None:
+        logger.warning("%d x %d would search faster approximately, but faiss is not installed "
+                       "(pip install 'disembed[faiss]'): searching exactly", n, m)
+        chosen = "exact"
+    logger.info("backend auto: %s for %d x %d", chosen, n, m)
+    return chosen
+
+
+def _split_options(backend: str, options: dict) -> dict:
+    """Recall options only reach the approximate backends (``auto`` may pick exact)."""
+    if backend in APPROXIMATE:
+        return options
+    approx_only = {"recall", "nprobe", "nlist", "pq_bytes", "rerank", "sample",
+                   "train_per_cell", "seed"}
+    return {k: v for k, v in options.items() if k not in approx_only}
+
+
 def check_backend(backend: str) -> str:
     if backend not in BACKENDS:
         raise ConfigError(f"backend must be one of {BACKENDS}, got {backend!r}")
@@ -40,7 +78,13 @@ def check_backend(backend: str) -> str:
 def search(queries: np.ndarray, database: np.ndarray, k: int = 4, backend: str = "exact",
            **options) -> tuple[np.ndarray, np.ndarray]:
     """k-NN by inner product: ``D (nq, k) float32``, ``I (nq, k) int64``."""
-    check_backend(backend)
+    backend = resolve_backend(backend, len(queries), len(database))
+    options = _split_options(backend, options)
+    if backend in APPROXIMATE:
+        from .approximate import approximate_knn
+
+        return approximate_knn(queries, database, k,
+                               _approximate_options(backend, **options))[:2]
     if backend.startswith("faiss"):
         from .faiss_backend import faiss_knn
 
@@ -54,9 +98,14 @@ def search_both(x: np.ndarray, y: np.ndarray, k: int = 4, backend: str = "exact"
 
     The exact backend computes them from one pass of products; faiss builds two indexes.
     """
-    check_backend(backend)
+    backend = resolve_backend(backend, len(x), len(y))
+    options = _split_options(backend, options)
     t0 = time.perf_counter()
-    if backend.startswith("faiss"):
+    if backend in APPROXIMATE:
+        from .approximate import approximate_both
+
+        out = approximate_both(x, y, k, _approximate_options(backend, **options))
+    elif backend.startswith("faiss"):
         from .faiss_backend import faiss_knn
 
         opt = _faiss_options(backend, **options)

@@ -131,7 +131,8 @@ def test_mine_cli_takes_a_recall_target_and_refuses_one_outside_0_1(tmp_path, ca
             "--cache-dir", str(tmp_path / "cache"), "-k", "2"]
     with pytest.raises(SystemExit) as bad:
         main([*argv, "--recall", "1.5"])
-    assert bad.value.code == 2 and "must be in (0, 1], e.g. 0.95; got 1.5" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert bad.value.code == 2 and "must be in (0, 1], e.g. 0.95; got 1.5" in err
     assert main([*argv, "--backend", "approx", "--recall", "0.9"]) == 0
     assert "approx; k-NN" in capsys.readouterr().out
     rows = (tmp_path / "m.tsv").read_text().splitlines()[1:]

@@ -137,3 +137,26 @@ def test_mine_cli_takes_a_recall_target_and_refuses_one_outside_0_1(tmp_path, ca
     assert "approx; k-NN" in capsys.readouterr().out
     rows = (tmp_path / "m.tsv").read_text().splitlines()[1:]
     assert {tuple(r.split("\t")[1:3]) for r in rows} >= {("alpha", "alpha"), ("gamma", "gamma")}
+
+
+def test_shards_sharing_one_quantiser_equal_one_index():
+    """Per-target-shard indexes (one trained quantiser, filled shard by shard), searched and
+    merged, visit the same cells as one index over all rows: the same calibration, lists at
+    least as good at every rank (a shard whose cells hold fewer than k rows searches again in
+    all its cells, so it can only find more)."""
+    from disembed.retrieval.approximate import choose_nprobe_sharded, search_shards
+
+    opt = ApproximateOptions(recall=0.9, sample=400)
+    trained = train_index(Y, opt)
+    whole = fill_index(trained, Y)
+    cuts = [0, 1500, 2600, len(Y)]
+    shards = [(fill_index(trained, Y[a:b]), Y[a:b], a) for a, b in zip(cuts, cuts[1:],
+                                                                        strict=False)]
+    cal_whole = choose_nprobe(whole, X, Y, 4, opt)
+    cal_shards = choose_nprobe_sharded(shards, X, 4, opt)
+    assert cal_shards.nprobe == cal_whole.nprobe
+    assert all(cal_shards.curve[p] >= cal_whole.curve[p] for p in cal_whole.curve)
+    D1, I1 = search_index(whole, X, Y, 4, cal_whole.nprobe, opt)
+    D2, I2 = search_shards(shards, X, 4, cal_shards.nprobe, opt)
+    assert (D2 >= D1 - 1e-6).all()
+    assert recall_at_k(I2, I1) > 0.99 and recall_at_k(I2, EXACT_I) >= 0.9

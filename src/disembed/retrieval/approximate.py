@@ -196,22 +196,51 @@ def choose_nprobe(index, queries: np.ndarray, database: np.ndarray, k: int,
                   options: ApproximateOptions) -> Calibration:
     """The smallest power-of-two ``nprobe`` whose recall@k on a seeded sample of
     ``queries`` reaches ``options.recall`` (all cells if none does), with the curve."""
+    return choose_nprobe_sharded([(index, database, 0)], queries, k, options)
+
+
+def search_shards(shards: list[tuple], queries: np.ndarray, k: int, nprobe: int,
+                  options: ApproximateOptions) -> tuple[np.ndarray, np.ndarray]:
+    """Search every ``(index, database rows, first global row)`` shard, merge to global top-k."""
+    parts = []
+    for index, rows, offset in shards:
+        D, I = search_index(index, queries, rows, min(k, index.ntotal), nprobe, options)  # noqa: E741
+        parts.append((D, np.where(I >= 0, I + offset, -1)))
+    D = np.concatenate([p[0] for p in parts], axis=1)
+    I = np.concatenate([p[1] for p in parts], axis=1)  # noqa: E741
+    order = np.argsort(-D, axis=1, kind="stable")[:, :k]
+    return np.take_along_axis(D, order, 1), np.take_along_axis(I, order, 1)
+
+
+def choose_nprobe_sharded(shards: list[tuple], queries: np.ndarray, k: int,
+                          options: ApproximateOptions) -> Calibration:
+    """:func:`choose_nprobe` over target shards ``(index, rows, first global row)`` that
+    share one trained quantiser (:func:`train_index` once, :func:`fill_index` per shard):
+    the exact reference is the merged exact k-NN over all shards."""
     if options.nprobe is not None:
         return Calibration(options.nprobe, float("nan"), options.recall)
     rows = _sample_rows(len(queries), options.sample, options.seed + 1)
     sample = np.ascontiguousarray(queries[rows], dtype=np.float32)
-    _, exact = knn(sample, database, k, KnnOptions(precision="float32"))
+    exact_opt = KnnOptions(precision="float32")
+    exact_parts = []
+    for _, db, offset in shards:
+        D, I = knn(sample, db, min(k, len(db)), exact_opt)  # noqa: E741
+        exact_parts.append((D, I + offset))
+    D = np.concatenate([p[0] for p in exact_parts], axis=1)
+    order = np.argsort(-D, axis=1, kind="stable")[:, :k]
+    exact = np.take_along_axis(np.concatenate([p[1] for p in exact_parts], axis=1), order, 1)
+    nlist = shards[0][0].nlist
     curve: dict[int, float] = {}
     nprobe = 1
     while True:
-        _, found = search_index(index, sample, database, k, nprobe, options)
+        _, found = search_shards(shards, sample, k, nprobe, options)
         curve[nprobe] = recall_at_k(found, exact)
-        if curve[nprobe] >= options.recall or nprobe >= index.nlist:
+        if curve[nprobe] >= options.recall or nprobe >= nlist:
             break
-        nprobe = min(2 * nprobe, index.nlist)
+        nprobe = min(2 * nprobe, nlist)
     cal = Calibration(nprobe, curve[nprobe], options.recall, curve, len(rows))
     logger.info("nprobe=%d of %d cells: recall@%d %.4f on %d sampled queries (target %.3f; "
-                "curve %s)", nprobe, index.nlist, k, cal.recall, len(rows), options.recall,
+                "curve %s)", nprobe, nlist, k, cal.recall, len(rows), options.recall,
                 ", ".join(f"{p}:{r:.3f}" for p, r in curve.items()))
     if cal.recall < options.recall:
         logger.warning("recall target %.3f not reached even with every cell (%.4f): the "

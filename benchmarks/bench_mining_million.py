@@ -136,7 +136,7 @@ def main() -> None:
     ap.add_argument("folder", type=Path, help="with src.emb.npy and tgt.emb.npy")
     ap.add_argument("--index", choices=("ivf", "ivfpq"), default="ivf")
     ap.add_argument("--recall", type=float, default=0.95)
-    ap.add_argument("--pq-bytes", type=int, default=64)
+    ap.add_argument("--pq-bytes", type=int, default=None)
     ap.add_argument("-k", type=int, default=4)
     ap.add_argument("--rows", type=int, default=None, help="use the first N rows of each side")
     ap.add_argument("--queries", type=int, default=10_000)

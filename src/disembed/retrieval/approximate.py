@@ -54,7 +54,8 @@ class ApproximateOptions:
             ``sample`` queries; chooses ``nprobe``. Ignored when ``nprobe`` is given.
         nprobe: cells visited per query (``None``: chosen by ``recall``).
         nlist: cells; default ``4 sqrt(n)`` (at least 39 training vectors a cell).
-        pq_bytes: bytes per vector of ``ivfpq`` (must divide the dimension).
+        pq_bytes: bytes per vector of ``ivfpq`` (must divide the dimension; default a quarter
+            of it: 4-dimensional sub-vectors, 8 bits each).
         rerank: ``ivfpq`` re-scores ``rerank * k`` candidates per query.
         sample: queries used to measure recall (and to train: ``train_per_cell`` a cell).
         train_per_cell: training vectors per cell (faiss warns below 39).
@@ -66,8 +67,8 @@ class ApproximateOptions:
     recall: float = 0.95
     nprobe: int | None = None
     nlist: int | None = None
-    pq_bytes: int = 64
-    rerank: int = 8
+    pq_bytes: int | None = None
+    rerank: int = 16
     sample: int = 1000
     train_per_cell: int = 64
     block: int = 65536
@@ -83,8 +84,11 @@ class ApproximateOptions:
             value = getattr(self, name)
             if value is not None and value < 1:
                 raise ConfigError(f"{name} must be >= 1 (or None to choose it), got {value}")
-        if min(self.pq_bytes, self.rerank, self.sample, self.train_per_cell, self.block) < 1:
-            raise ConfigError("pq_bytes, rerank, sample, train_per_cell and block must be >= 1")
+        if self.pq_bytes is not None and self.pq_bytes < 1:
+            raise ConfigError(f"pq_bytes must be >= 1 (or None for a quarter of the "
+                              f"dimension), got {self.pq_bytes}")
+        if min(self.rerank, self.sample, self.train_per_cell, self.block) < 1:
+            raise ConfigError("rerank, sample, train_per_cell and block must be >= 1")
 
     def cells(self, n: int) -> int:
         return self.nlist or max(1, min(n // 39, int(4 * np.sqrt(n))))
@@ -113,10 +117,11 @@ def train_index(database: np.ndarray, options: ApproximateOptions | None = None)
     nlist = opt.cells(n)
     quantizer = faiss.IndexFlatIP(d)
     if opt.index == "ivfpq":
-        if d % opt.pq_bytes:
-            raise ConfigError(f"pq_bytes={opt.pq_bytes} must divide the dimension {d} "
+        pq_bytes = opt.pq_bytes or max(1, d // 4)
+        if d % pq_bytes:
+            raise ConfigError(f"pq_bytes={pq_bytes} must divide the dimension {d} "
                               f"(e.g. {d // 8} or {d // 4})")
-        index = faiss.IndexIVFPQ(quantizer, d, nlist, opt.pq_bytes, 8, faiss.METRIC_INNER_PRODUCT)
+        index = faiss.IndexIVFPQ(quantizer, d, nlist, pq_bytes, 8, faiss.METRIC_INNER_PRODUCT)
     else:
         index = faiss.IndexIVFFlat(quantizer, d, nlist, faiss.METRIC_INNER_PRODUCT)
     index.cp.seed = opt.seed

@@ -13,7 +13,7 @@ from pathlib import Path
 from ..encoders import DEFAULT_ENCODER, load_encoder
 from ..encoders.cached import cached
 from ..evaluation import EvalOptions
-from ..exceptions import ConfigError
+from ..exceptions import ConfigError, DataError
 from ..experiment import TrainingData, Workspace
 from ..util.fields import arg_type
 
@@ -197,6 +197,20 @@ def _spool(source, label: str) -> str:
     atexit.register(lambda: Path(tmp.name).unlink(missing_ok=True))
     logger.info("read %s into %s", label, tmp.name)
     return tmp.name
+
+
+def input_files(text: str) -> str:
+    """One input file (as :func:`input_file`), or several: a comma-separated list and/or
+    shell globs (quoted), plain or ``.gz``; each is checked to exist."""
+    if text == "-" or not (any(ch in text for ch in ",*?[") or text.endswith(".gz")):
+        return input_file(text)
+    from ..mining.inputs import expand_inputs
+
+    try:
+        expand_inputs(text)
+    except DataError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
 
 
 def input_file(text: str) -> str:

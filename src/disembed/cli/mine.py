@@ -16,7 +16,7 @@ from .common import (
     encoder_options,
     finite_float,
     input_dir,
-    input_file,
+    input_files,
     output_dir,
     output_file,
     positive_int,
@@ -79,9 +79,10 @@ def run_dir(args: argparse.Namespace) -> Path:
 def add_parser(verbs) -> None:
     p = verbs.add_parser("mine", help="mine translation pairs from two sentence files",
                          description=__doc__)
-    p.add_argument("src", type=input_file,
-                   help="source sentences: one per line, or id<TAB>sentence")
-    p.add_argument("tgt", type=input_file, help="target sentences, same formats")
+    p.add_argument("src", type=input_files,
+                   help="source sentences: one per line, or id<TAB>sentence; several files as "
+                        "a comma-separated list or a quoted glob ('de-*.txt.gz'), plain or .gz")
+    p.add_argument("tgt", type=input_files, help="target sentences, same formats")
     p.add_argument("--out", required=True, type=output_file,
                    help="output TSV: score src tgt src_id tgt_id")
     g = p.add_argument_group("mining")

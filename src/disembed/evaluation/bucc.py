@@ -89,7 +89,7 @@ class BuccTask(Task):
 
     def __init__(self, pairs: Sequence[str] = BUCC_PAIRS, *, k: int = 4, margin: str = "ratio",
                  mode: str = "max-score", backend: str = "exact", max_items: int | None = None,
-                 seed: int = 0, data_dir: str | None = None) -> None:
+                 seed: int = 0, data_dir: str | None = None, recall: float = 0.95) -> None:
         super().__init__(max_items=None, seed=seed, data_dir=data_dir)
         unknown = [p for p in pairs if p not in BUCC_PAIRS]
         if unknown:
@@ -101,12 +101,16 @@ class BuccTask(Task):
         check_backend(backend)
         if max_items is not None:
             logger.info("bucc: max_items=%s ignored; the pools are scored whole", max_items)
+        if not 0.0 < recall <= 1.0:
+            raise ConfigError(f"BUCC recall target must be in (0, 1] (approximate backends); "
+                              f"got {recall}")
         self.pairs, self.k, self.margin, self.mode, self.backend = (
             list(pairs), int(k), margin, mode, backend)
+        self.recall = float(recall)
 
     def options(self) -> dict:
         return {"pairs": self.pairs, "k": self.k, "margin": self.margin, "mode": self.mode,
-                "backend": self.backend}
+                "backend": self.backend, "recall": self.recall}
 
     def subsample(self, subset: PairedSubset) -> PairedSubset:
         return subset  # the gold only holds on whole pools
@@ -123,7 +127,8 @@ class BuccTask(Task):
     def mine(self, subset: BuccSubset, a: np.ndarray, b: np.ndarray
              ) -> tuple[np.ndarray, np.ndarray]:
         """Candidates of one pair: ``score (p,)`` best first and ``is_gold (p,)``."""
-        lists = search_both(normalize_rows(a), normalize_rows(b), self.k, self.backend)
+        lists = search_both(normalize_rows(a), normalize_rows(b), self.k, self.backend,
+                            recall=self.recall)
         score, src, tgt = candidates(*lists, mode=self.mode, kind=self.margin)
         is_gold = np.array([(subset.src_ids[s], subset.tgt_ids[t]) in subset.gold_pairs
                             for s, t in zip(src.tolist(), tgt.tolist(), strict=True)], dtype=bool)

@@ -30,7 +30,12 @@ Format = Literal["auto", "text", "tsv"]
 
 def _detect(path: Path) -> str:
     with open(path, "rb") as f:
-        return "tsv" if b"\t" in f.readline() else "text"
+        return _detect_bytes(f.readline())
+
+
+def _detect_bytes(first_line: bytes) -> str:
+    """``tsv`` when the first line has a tab, else ``text``."""
+    return "tsv" if b"\t" in first_line else "text"
 
 
 def _parse(raw: bytes, fmt: str, where: str) -> tuple[str, str]:

@@ -18,7 +18,7 @@ import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Literal
+from typing import Any, Callable, Literal, Sequence
 
 import numpy as np
 
@@ -31,6 +31,7 @@ from ..util.files import atomic_write_bytes
 from ..util.locks import folder_lock
 from .collection import Collection, Format
 from .embed import embed_collection
+from .inputs import gather_inputs
 
 logger = logging.getLogger(__name__)
 
@@ -127,13 +128,16 @@ def meaning_transform(model, language: str) -> Callable[[np.ndarray], np.ndarray
     return lambda X: model.meaning(X, language)
 
 
-def mine_files(src: str | Path, tgt: str | Path, encoder: Encoder, out: str | Path, *,
+def mine_files(src: str | Path | Sequence[str | Path], tgt: str | Path | Sequence[str | Path],
+               encoder: Encoder, out: str | Path, *,
                run_dir: str | Path, config: MineConfig | None = None, model=None,
                src_lang: str | None = None, tgt_lang: str | None = None,
                format: Format = "auto", skip_bad: bool = False, batch_size: int = 64,
                center: Literal["none", "corpus"] = "none") -> Mined:
     """Mine ``src`` x ``tgt`` and write the TSV ``out``; ``model`` switches to its meaning view
     (``src_lang``/``tgt_lang`` ``None``: the model identifies each sentence's language).
+    Each side is a file, or several (a sequence, a comma-separated list or globs), plain or
+    ``.gz`` (:func:`~.inputs.gather_inputs`).
 
     ``center="corpus"`` subtracts each file's own mean from its vectors before the search:
     transductive (a sentence's vector then depends on the rest of its file), asked for by
@@ -145,9 +149,9 @@ def mine_files(src: str | Path, tgt: str | Path, encoder: Encoder, out: str | Pa
     src_lang, tgt_lang = (None if x is None else normalize_language(x)
                           for x in (src_lang, tgt_lang))
     t0 = time.perf_counter()
-    cols = [open_collection(src, format, skip_bad, "source"),
-            open_collection(tgt, format, skip_bad, "target")]
     with folder_lock(run_dir):  # one writer per run folder (a second run waits)
+        cols = [open_collection(*gather_inputs(src, run_dir, "src", format), skip_bad, "source"),
+                open_collection(*gather_inputs(tgt, run_dir, "tgt", format), skip_bad, "target")]
         mats = _embed_both(cols, ("src", "tgt"), (src_lang, tgt_lang), encoder, Path(run_dir),
                            model, chunk=cfg.chunk, batch_size=batch_size)
         if center == "corpus":

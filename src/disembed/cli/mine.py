@@ -5,8 +5,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ..encoders import DEFAULT_ENCODER
 from ..encoders.cached import cached
-from ..mining import BACKENDS, MARGINS, MODES, MineConfig, mine_files
+from ..exceptions import ConfigError
+from ..mining import BACKENDS, MARGINS, MODES, MineConfig, mine_files, write_pairs
 from ..saved_model import SavedModel
 from .common import (
     add_common,
@@ -97,9 +99,34 @@ def add_parser(verbs) -> None:
                    help="corpus: subtract each file's own mean before the search "
                         "(transductive: a sentence's vector then depends on its file)")
     add_input_options(p)
+    g = p.add_argument_group("cluster (Ray; pip install 'disembed[ray]')")
+    g.add_argument("--cluster", default=None, metavar="ADDRESS",
+                   help="run as tasks on a Ray cluster: local (one worker slot per CPU), "
+                        "local:N, auto (the cluster this node belongs to) or ray://host:port; "
+                        "inputs, run folder and cache must be on storage every node reads")
+    g.add_argument("--shard-rows", type=positive_int, default=100_000,
+                   help="--cluster: sentences per shard (one encode task; shard pairs are the "
+                        "search tasks)")
     add_encoder(p, default=None)
     add_common(p)
     p.set_defaults(handler=handle)
+
+
+def mine_on_cluster(args: argparse.Namespace, config: MineConfig):
+    """``mine --cluster``: the same inputs, settings and TSV, as tasks on Ray."""
+    from ..mining.distributed import connect, mine_distributed
+
+    spec = (SavedModel.load(args.model, args.encoder).encoder_spec if args.model
+            else args.encoder or DEFAULT_ENCODER)
+    mined, src, tgt = mine_distributed(
+        args.src, args.tgt, spec, run_dir=run_dir(args), config=config,
+        shard_rows=args.shard_rows, cache_dir=args.cache_dir, cache_dtype=args.cache_dtype,
+        encoder_options=encoder_options(args, spec), model_dir=args.model,
+        src_lang=args.src_lang, tgt_lang=args.tgt_lang, format=args.format,
+        skip_bad=args.skip_bad_lines, batch_size=args.batch_size,
+        executor=connect(args.cluster))
+    mined.written = write_pairs(args.out, mined, src, tgt)
+    return mined
 
 
 def handle(args: argparse.Namespace) -> int:
@@ -107,6 +134,12 @@ def handle(args: argparse.Namespace) -> int:
                         top=args.top, backend=args.backend, chunk=args.chunk,
                         backend_options=backend_options(args))
     check_not_inputs(args.out, {"SRC": args.src, "TGT": args.tgt})
+    if args.cluster:
+        if args.center != "none":
+            raise ConfigError("--center corpus is not available with --cluster (it needs each "
+                              "whole file in one process); leave one of them out")
+        print(summary(mine_on_cluster(args, config), args))  # noqa: T201
+        return 0
     model, encoder = model_and_encoder(args)
     mined = mine_files(args.src, args.tgt, encoder, args.out,
                        run_dir=run_dir(args), config=config, model=model,

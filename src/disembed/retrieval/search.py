@@ -17,7 +17,7 @@ import time
 import numpy as np
 
 from ..exceptions import ConfigError
-from .knn import KnnOptions, knn, knn_both
+from .knn import KnnOptions, canonical_lists, knn, knn_both
 
 logger = logging.getLogger(__name__)
 
@@ -97,6 +97,8 @@ def search_both(x: np.ndarray, y: np.ndarray, k: int = 4, backend: str = "exact"
     """k-NN lists in both directions: ``D_xy, I_xy (n, k)`` and ``D_yx, I_yx (m, k)``.
 
     The exact backend computes them from one pass of products; faiss builds two indexes.
+    Similarities are recomputed pair by pair (:func:`~.knn.canonical_lists`), so they do
+    not depend on how the search was blocked or sharded.
     """
     backend = resolve_backend(backend, len(x), len(y))
     options = _split_options(backend, options)
@@ -112,6 +114,7 @@ def search_both(x: np.ndarray, y: np.ndarray, k: int = 4, backend: str = "exact"
         out = (*faiss_knn(x, y, k, opt), *faiss_knn(y, x, k, opt))
     else:
         out = knn_both(x, y, k, _exact_options(backend, **options))
+    out = (*canonical_lists(x, y, out[0], out[1]), *canonical_lists(y, x, out[2], out[3]))
     logger.info("k-NN %s: %d x %d, k=%d in %.1fs", backend, len(x), len(y), k,
                 time.perf_counter() - t0)
     return out

@@ -89,7 +89,7 @@ class BuccTask(Task):
 
     def __init__(self, pairs: Sequence[str] = BUCC_PAIRS, *, k: int = 4, margin: str = "ratio",
                  mode: str = "max-score", backend: str = "exact", max_items: int | None = None,
-                 seed: int = 0, data_dir: str | None = None, recall: float = 0.95) -> None:
+                 seed: int = 0, data_dir: str | None = None, recall: float = 0.98) -> None:
         super().__init__(max_items=None, seed=seed, data_dir=data_dir)
         unknown = [p for p in pairs if p not in BUCC_PAIRS]
         if unknown:

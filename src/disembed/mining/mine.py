@@ -49,7 +49,7 @@ class MineConfig:
         backend: ``auto`` (exact up to :data:`~disembed.retrieval.search.EXACT_UP_TO`
             products, ``approx`` above), ``exact`` (bfloat16 where faster, exact either way),
             ``exact-fp32``, ``exact-bf16``, ``approx`` / ``approx-pq`` (faiss IVF / IVF-PQ,
-            nprobe chosen for ``backend_options["recall"]``, default 0.95), ``faiss-flat``,
+            nprobe chosen for ``backend_options["recall"]``, default 0.98), ``faiss-flat``,
             ``faiss-ivf`` or ``faiss-hnsw`` (hand-set parameters).
         backend_options: keyword options of the backend (block sizes, nprobe, ...).
         chunk: sentences per embedded (and resumable) chunk.

@@ -2,15 +2,16 @@
 
     python benchmarks/mining_million_embed.py runs/million --encoder use-m3 --real 400000
 
-For each side (``src.tsv``, ``tgt.tsv`` from ``mining_million_corpus.py``) the first
-``--real`` distinct sentences in the file's (shuffled) order are encoded through the
-embedding cache (resumable; progress shown). The other rows, up to the file's length,
-are a *top-up*: each is the normalised sum of two encoded rows of the same side drawn
-with a fixed seed (vectors of the kind a sentence joining two others gets; they are not
-encodings of text). ``<side>.emb.npy`` (float32, unit rows) and ``<side>.real.npy``
-(bool, which rows are real encodings) are written atomically; the report says how many
-rows are real. Use ``--real`` equal to the number of distinct sentences for a run with no
-synthetic rows (1.5 million encodings with use-m3: ~35 minutes on an idle 2-core machine).
+For each side (``src.tsv``, ``tgt.tsv`` from ``mining_million_corpus.py``) ``--real``
+distinct sentences are encoded through the embedding cache (resumable; progress shown):
+those the cache already holds first, then the others in the file's (shuffled) order.
+The other rows, up to the file's length, are a *top-up*: each is the normalised sum of
+two encoded rows of the same side drawn with a fixed seed (vectors of the kind a sentence
+joining two others gets; they are not encodings of text). ``<side>.emb.npy`` (float32,
+unit rows) and ``<side>.real.npy`` (bool, which rows are real encodings) are written
+atomically; the report says how many rows are real. Use ``--real`` equal to the number
+of distinct sentences for a run with no synthetic rows (1.5 million encodings with use-m3:
+~35 minutes on an idle 2-core machine).
 """
 
 from __future__ import annotations
@@ -39,7 +40,11 @@ def side_embeddings(folder: Path, side: str, encoder, real: int, seed: int) -> d
             texts.append(text)
     distinct = json.loads((folder / "corpus.json").read_text())[side]["distinct"]
     is_distinct = np.array([int(i.split("-")[1]) < distinct for i in ids])
-    rows = np.flatnonzero(is_distinct)[:real]
+    # sentences the cache holds already come first (a rerun, or a loaded machine, encodes
+    # only what it must), then the others in file order
+    held = np.array([texts[i] in encoder.store for i in np.flatnonzero(is_distinct)])
+    order = np.flatnonzero(is_distinct)
+    rows = np.sort(np.concatenate([order[held], order[~held]])[:real])
     logger.info("%s: encoding %d of %d distinct sentences (%d rows in all)", side, len(rows),
                 int(is_distinct.sum()), len(ids))
     enc = encoder.encode([texts[i] for i in rows.tolist()], batch_size=64)
@@ -65,11 +70,14 @@ def main() -> None:
     ap.add_argument("folder", type=Path)
     ap.add_argument("--encoder", default="use-m3")
     ap.add_argument("--real", type=int, default=400_000, help="encoded rows per side")
+    ap.add_argument("--real-src", type=int, default=None, help="encoded source rows (default "
+                    "--real)")
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     encoder = cached(load_encoder(args.encoder))
-    report = {side: side_embeddings(args.folder, side, encoder, args.real, args.seed)
+    real = {"tgt": args.real, "src": args.real_src or args.real}
+    report = {side: side_embeddings(args.folder, side, encoder, real[side], args.seed)
               for side in ("tgt", "src")}
     report["encoder"] = args.encoder
     (args.folder / "embeddings.json").write_text(json.dumps(report, indent=1) + "\n")

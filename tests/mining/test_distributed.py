@@ -46,3 +46,69 @@ def test_ray_mining_equals_single_process(tmp_path):
     np.testing.assert_allclose(mined.score, single.score, rtol=1e-5)
     assert set(zip(mined.src.tolist(), mined.tgt.tolist(), strict=True)) == set(
         zip(single.src.tolist(), single.tgt.tolist(), strict=True))
+
+
+def _ray_workers_running(task: str) -> list[int]:
+    """PIDs of Ray worker processes running ``task`` (their title is ``ray::<task>``)."""
+    from pathlib import Path
+
+    pids = []
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            title = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if title.startswith(f"ray::{task}"):
+            pids.append(int(proc.name))
+    return pids
+
+
+@pytest.mark.slow  # a local Ray cluster of 3 workers: ~1-4 minutes on the shared 2-core box
+@pytest.mark.parametrize("task", ["encode_shard", "knn_pair"])
+def test_a_worker_killed_mid_phase_changes_nothing(tmp_path, task):
+    """One worker is killed (SIGKILL) while it runs a task of the encode or the search phase:
+    Ray runs the task again elsewhere, and the TSV equals an uninterrupted run's bytes."""
+    import os
+    import signal
+    import threading
+    import time
+    from pathlib import Path
+
+    ray = pytest.importorskip("ray", reason="ray not installed: pip install 'disembed[ray]'")
+    if not Path("/proc/self/cmdline").exists():
+        pytest.skip("finds Ray workers through /proc (Linux)")
+    from disembed.mining import mine_files, write_pairs
+    from disembed.mining.distributed import connect, mine_distributed
+
+    rng = np.random.default_rng(0)
+    words = [f"w{i}" for i in range(3000)]
+    lines = [" ".join(rng.choice(words, size=8)) for _ in range(60_000)]
+    (tmp_path / "s.txt").write_text("\n".join(lines[:40_000]) + "\n", encoding="utf-8")
+    (tmp_path / "t.txt").write_text("\n".join(lines[20_000:]) + "\n", encoding="utf-8")
+    cfg = MineConfig(k=4, backend="exact")
+    mine_files(tmp_path / "s.txt", tmp_path / "t.txt", HashEncoder(dim=64), tmp_path / "ref.tsv",
+               run_dir=tmp_path / "ref", config=cfg)
+    killed: list[int] = []
+
+    def kill_one():
+        deadline = time.monotonic() + 900
+        while time.monotonic() < deadline and not killed:
+            for pid in _ray_workers_running(task):
+                os.kill(pid, signal.SIGKILL)
+                killed.append(pid)
+                return
+            time.sleep(0.002)
+
+    killer = threading.Thread(target=kill_one, daemon=True)
+    killer.start()
+    try:
+        mined, cs, ct = mine_distributed(tmp_path / "s.txt", tmp_path / "t.txt", "hash:64",
+                                         run_dir=tmp_path / "run", config=cfg,
+                                         shard_rows=4000, cache_dir=str(tmp_path / "cache"),
+                                         executor=connect("local:3"))
+    finally:
+        killed.append(-1) if not killed else None
+        ray.shutdown()
+    write_pairs(tmp_path / "out.tsv", mined, cs, ct)
+    assert killed[0] > 0, f"no worker ran {task} while the test watched"
+    assert (tmp_path / "out.tsv").read_bytes() == (tmp_path / "ref.tsv").read_bytes()

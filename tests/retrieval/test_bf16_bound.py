@@ -49,3 +49,79 @@ def test_most_lists_are_certified_on_unit_vectors(caplog):
     assert_exact_knn(D, I, x, y, 4)
     certified_lists = int(caplog.text.split("bfloat16 k-NN: ")[1].split()[0])
     assert certified_lists >= 0.9 * len(x), caplog.text
+
+
+# Near-ties (issue 21): each case is a list that a bound cut down to fewer terms would
+# certify although a row left out of the candidates really scores higher in float32.
+
+def _stats(err, norm, norm_bf):
+    from disembed.retrieval.bf16 import RoundingStats as RS
+
+    return RS(np.asarray(err, float), np.asarray(norm, float), np.asarray(norm_bf, float))
+
+
+def test_certificate_rejects_a_tie_hidden_by_database_rounding():
+    """Both database rows round to the same bfloat16 row, so their bfloat16 scores tie at
+    0; the row left out is the better one in float32. The one-ulp term is 0 at m = 0."""
+    x = np.array([[1.0, 1.0]], np.float32)
+    kept = np.array([1 + 2.0**-10, -1.0], np.float32)
+    left_out = np.array([1 + 2.0**-9, -1.0], np.float32)
+    db = np.stack([kept, left_out])
+    s_bf = (torch.from_numpy(x).bfloat16() @ torch.from_numpy(db).bfloat16().T).float()
+    assert s_bf.tolist() == [[0.0, 0.0]]  # a bfloat16 tie
+    s = x.astype(np.float64) @ db.astype(np.float64).T
+    assert s[0, 1] > s[0, 0]  # but the row left out wins in float32
+    ok = certified(s[:, 0].astype(np.float32), s_bf[:, 0].numpy(), RoundingStats.of(x),
+                   RoundingStats.of(db), 2)
+    assert ok.tolist() == [False]
+
+
+def test_certificate_rejects_a_tie_hidden_by_query_rounding():
+    """The query is what rounds: both database rows are exact in bfloat16 and score 0
+    against the rounded query; in float32 the row left out scores twice the kept one."""
+    x = np.array([[1 + 2.0**-9, 1.0]], np.float32)
+    db = np.array([[1.0, -1.0], [2.0, -2.0]], np.float32)
+    s_bf = (torch.from_numpy(x).bfloat16() @ torch.from_numpy(db).bfloat16().T).float()
+    assert s_bf.tolist() == [[0.0, 0.0]]
+    s = x.astype(np.float64) @ db.astype(np.float64).T
+    assert s[0, 1] > s[0, 0] > 0
+    ok = certified(s[:, 0].astype(np.float32), s_bf[:, 0].numpy(), RoundingStats.of(x),
+                   RoundingStats.of(db), 2)
+    assert ok.tolist() == [False]
+
+
+def test_certificate_needs_the_summation_term_for_long_vectors():
+    """Inputs exact in bfloat16 (no rounding error) and m = 0: only gamma_d separates the
+    bound from zero. A gap below gamma_d (||x~|| ||y~|| + ||x|| ||y||) is not certified,
+    one above it is."""
+    d = 4096
+    q = _stats([0.0, 0.0], [1.0, 1.0], [1.0, 1.0])
+    db = _stats([0.0] * 3, [1.0] * 3, [1.0] * 3)
+    bound = gamma(d) * 2
+    assert bound > 4e-4
+    ok = certified(np.array([0.5 * bound, 1.001 * bound]), np.zeros(2), q, db, d)
+    assert ok.tolist() == [False, True]
+
+
+@pytest.mark.parametrize("m", [0.5, -0.5, 40.0])
+def test_certificate_needs_one_ulp_of_m_either_sign(m):
+    """Exact inputs, tiny d: the bound is one bfloat16 ulp of |m|. Half an ulp above m is
+    not certified (also for negative m, where dropping the absolute value would make the
+    bound negative); an ulp and a bit above is."""
+    q = _stats([0.0], [1.0], [1.0])
+    db = _stats([0.0] * 2, [1.0] * 2, [1.0] * 2)
+    ulp = ULP_BF16 * abs(m)
+    for gap, expected in ((0.5 * ulp, False), (1.01 * ulp, True)):
+        ok = certified(np.array([m + gap]), np.array([m]), q, db, 2)
+        assert ok.tolist() == [expected], (m, gap)
+
+
+def test_certificate_uses_the_largest_database_row():
+    """The bound takes the worst database row (max norm, max rounding error), not the first:
+    a gap that row 0 would allow is refused because row 2 is larger and rounds worse."""
+    q = _stats([0.01], [1.0], [1.0])
+    db = _stats([0.0, 0.0, 0.02], [1.0, 1.0, 3.0], [1.0, 1.0, 3.0])
+    full = 0.01 * 3.0 + 1.0 * 0.02 + gamma(8) * (3.0 + 3.0)
+    small = 0.01 * 1.0 + gamma(8) * 2.0
+    ok = certified(np.array([0.5 * (small + full), 1.01 * full]), np.zeros(2), q, db, 8)
+    assert ok.tolist() == [False, True]

@@ -33,6 +33,7 @@ prints the tables as Markdown.
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import logging
 from collections import Counter
@@ -50,19 +51,23 @@ from disembed.methods import load_disentangler, make_method
 logger = logging.getLogger("qe_notag_gap")
 PAIRS6 = ("en-de", "en-zh", "et-en", "ne-en", "ro-en", "si-en")
 TEMPERATURES = (0.5, 2.0, 4.0)
+#: confidence thresholds for "argmax when sure, soft (T=2) below": the grid chosen from
+THRESHOLDS = (0.3, 0.4, 0.5, 0.6, 0.7)
 #: the gold tag where the identifier is wrong, except MT outputs it takes for the source's
 #: language (left as identified: an untranslated output *is* in that language)
 UNTRANSLATED = "gold where wrong, except MT taken for the source language"
 
 
-def default_model(enc, folder: Path):
-    """The default job's model: loaded from ``folder`` if saved there, else fitted and saved."""
+def default_model(enc, folder: Path, recipe: str = "default"):
+    """The default job's model (``recipe="default"``: its recipe; or another recipe on the
+    same training set): loaded from ``folder`` if saved there, else fitted and saved."""
     if (folder / "config.json").exists():
         return load_disentangler(folder)
     pairs = load_training_set(TrainingData(), ("tatoeba", "sts17", "wmt20-qe")).pairs
     src, tgt = embed_pairs(enc, pairs)
-    model = make_method(DEFAULT_RECIPE, **DEFAULT_RECIPE_PARAMS).fit(
-        src, tgt, pairs.src_lang, pairs.tgt_lang)
+    name, params = ((DEFAULT_RECIPE, DEFAULT_RECIPE_PARAMS) if recipe == "default"
+                    else (recipe, {}))
+    model = make_method(name, **params).fit(src, tgt, pairs.src_lang, pairs.tgt_lang)
     model.save(folder)
     return model
 
@@ -98,6 +103,12 @@ def mixtures(model, X: np.ndarray, gold: str) -> dict[str, np.ndarray]:
     for t in TEMPERATURES:
         w = P ** (1.0 / t)
         out[f"soft T={t:g}"] = mix(w / w.sum(axis=1, keepdims=True))
+    for tau in THRESHOLDS:
+        out[f"argmax if p >= {tau:g}, else soft T=2"] = mix(hybrid_weights(P, tau))
+    for policy in ("nearest", "global"):  # 'unknown' rows: the nearest / the global mean
+        other = copy.deepcopy(model)
+        other.unknown_language = policy
+        out[f"no tag, unknown_language={policy}"] = other.meaning(X)
     return out
 
 
@@ -108,6 +119,16 @@ def untranslated_kept(model, Ea: np.ndarray, Eb: np.ndarray, sub) -> np.ndarray:
     pred = langs[posterior(model, Eb).argmax(axis=1)]
     use = np.where((pred != sub.lang_b) & (pred != sub.lang_a), sub.lang_b, pred)
     return model.meaning(Eb, list(use))
+
+
+def hybrid_weights(P: np.ndarray, tau: float, t: float = 2.0) -> np.ndarray:
+    """``(n, L)``: one-hot on the identifier's language where its probability is at least
+    ``tau``, else the posterior tempered by ``t`` (``p_k ~ p_k^(1/t)``)."""
+    w = P ** (1.0 / t)
+    w /= w.sum(axis=1, keepdims=True)
+    sure = P.max(axis=1) >= tau
+    w[sure] = np.eye(P.shape[1])[P.argmax(axis=1)[sure]]
+    return w
 
 
 def pearson(a: np.ndarray, b: np.ndarray, gold: np.ndarray) -> float:

@@ -19,8 +19,9 @@ sees canonical codes of rows it can handle):
   without a tag (:meth:`~Disentangler.predict_language`; the assumed languages and their
   confidence are logged);
 * a language the model never saw gets its ``unknown_language`` fallback, row by row:
-  ``"nearest"`` (the language the identifier finds closest), ``"global"`` (the mean over
-  the training languages) or ``"error"``; :meth:`~Disentangler.calibrate` adds a
+  ``"global"`` (the mean over the training languages; the default of the recipes that have
+  the choice, chosen on validation data), ``"nearest"`` (the language the identifier finds
+  closest) or ``"error"``; :meth:`~Disentangler.calibrate` adds a
   language from unlabeled sentences of it.
 
 Nothing depends on the other rows of a call: ``meaning(X)[i] == meaning(X[i:i+1])``.

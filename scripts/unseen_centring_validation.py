@@ -75,6 +75,14 @@ def validation_languages(model) -> list[tuple[str, str, Path]]:
     return chosen
 
 
+def unknown_global(model, X: np.ndarray, P: np.ndarray) -> np.ndarray:
+    """``(n, L)``: one-hot on the identifier's language, uniform (the mean of the training
+    languages' means) for a row it calls "unknown"."""
+    w = np.eye(P.shape[1])[P.argmax(axis=1)]
+    w[np.asarray(model.predict_language(X).codes == "unknown")] = 1.0 / P.shape[1]
+    return w
+
+
 def with_policy(model, policy: str):
     out = copy.deepcopy(model)
     out.unknown_language = policy
@@ -90,8 +98,9 @@ def score_language(model, Ea: np.ndarray, Eb: np.ndarray, code: str) -> dict[str
     row = {"n": len(Ea), "raw": retrieval(Ea, Eb),
            "tag, nearest": retrieval(near.meaning(Ea, code), men),
            "tag, global": retrieval(glob.meaning(Ea, code), men),
-           "no tag, unknown_language=nearest": retrieval(near.meaning(Ea), men),
-           "no tag, unknown_language=global": retrieval(glob.meaning(Ea), men),
+           "no tag (meaning(X))": retrieval(model.meaning(Ea), men),
+           "no tag, global mean for 'unknown' rows": retrieval(
+               np.einsum("nl,lnd->nd", unknown_global(model, Ea, P), per), men),
            "soft": retrieval(np.einsum("nl,lnd->nd", P, per), men)}
     for t in (2.0, 4.0):
         w = P ** (1 / t)

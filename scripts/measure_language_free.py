@@ -125,11 +125,14 @@ def unseen_inductive(models, enc, languages, max_items, curve_langs, curve_pool)
         row = {"n_eval": len(B), "raw": retrieval(Ea[B], Eb[B])}
         for label, model in models.items():
             en = model.meaning(Eb[B], "en")
-            row[f"{label} gold-tag (nearest)"] = retrieval(model.meaning(Ea[B], lang), en)
-            row[f"{label} no tag"] = retrieval(model.meaning(Ea[B]), en)
-            glob = copy.deepcopy(model)
-            glob.unknown_language = "global"
-            row[f"{label} global mean"] = retrieval(glob.meaning(Ea[B], lang), en)
+            near = copy.deepcopy(model)
+            near.unknown_language = "nearest"
+            row[f"{label} gold-tag, default ({model.unknown_policy})"] = retrieval(
+                model.meaning(Ea[B], lang), en)
+            row[f"{label} no tag, default ({model.unknown_policy})"] = retrieval(
+                model.meaning(Ea[B]), en)
+            row[f"{label} gold-tag, nearest language"] = retrieval(near.meaning(Ea[B], lang), en)
+            row[f"{label} no tag, nearest language"] = retrieval(near.meaning(Ea[B]), en)
             cal = copy.deepcopy(model).calibrate(Ea[A], lang)
             row[f"{label} calibrated (half A)"] = retrieval(cal.meaning(Ea[B], lang), en)
             row[f"{label} calibrated, no tag"] = retrieval(cal.meaning(Ea[B]), en)

@@ -74,8 +74,9 @@ def test_unseen_language_follows_unknown_language(toy_pairs):
         src, tgt, src_lang, "en")
     with pytest.raises(ConfigError, match="no mean for language 'fr'"):
         strict.meaning(X, "fr")
-    near = make_method("seed-centered", **QUICK).fit(src, tgt, src_lang, "en")
-    assert near.unknown_language == "nearest"
+    assert make_method("seed-centered").unknown_language == "global"  # chosen on validation
+    near = make_method("seed-centered", unknown_language="nearest", **QUICK).fit(
+        src, tgt, src_lang, "en")
     chosen = near.predict_language(X).nearest  # the identifier's closest training language
     mu_rows = np.stack([near.centering_.means_[near.centering_.languages_.index(c)]
                         for c in chosen])

@@ -98,7 +98,7 @@ def test_lir_unseen_language_policies(five_languages):
     with pytest.raises(ConfigError, match="unknown_language must be"):
         make_method("lir", unknown_language="drop")
 
-    near = make_method("lir", rank=2).fit(*train, "en")  # default: the nearest language's
+    near = make_method("lir", rank=2, unknown_language="nearest").fit(*train, "en")
     chosen = near.predict_language(unseen).nearest
     want = np.stack([_project_out(row[None], near.components_[near.languages_.index(c)])[0][0]
                      for row, c in zip(unseen, chosen, strict=True)])
@@ -109,7 +109,7 @@ def test_lir_unseen_language_policies(five_languages):
     want, _ = _project_out(unseen, _top_singular(unseen, 2))
     np.testing.assert_allclose(near.meaning(unseen, "ar"), want, atol=2e-5)
 
-    glob = make_method("lir", rank=2, unknown_language="global").fit(*train, "en")
+    glob = make_method("lir", rank=2).fit(*train, "en")  # the default: global
     pooled = np.concatenate([train[0], train[1]]).astype(np.float64)
     want, _ = _project_out(unseen, _top_singular(pooled, 2))
     np.testing.assert_allclose(glob.meaning(unseen, "ar"), want, atol=2e-5)

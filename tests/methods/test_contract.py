@@ -150,7 +150,9 @@ def test_mean_centering_unknown_language_policy(toy_pairs):
     strict = make_method("mean-centering", unknown_language="error").fit(src, tgt, src_lang, "en")
     with pytest.raises(ConfigError, match="no mean for language 'fr'"):
         strict.meaning(src[:3], "fr")
-    near = make_method("mean-centering").fit(src, tgt, src_lang, "en")
+    assert make_method("mean-centering").unknown_language == "global"  # the default
+    near = make_method("mean-centering", unknown_language="nearest").fit(src, tgt, src_lang,
+                                                                          "en")
     # an unseen language is centred row by row with the nearest language's mean, never
     # with the rows of the call (one row alone would be centred to zero)
     out = near.meaning(src[:4], "fr")
@@ -158,8 +160,7 @@ def test_mean_centering_unknown_language_policy(toy_pairs):
     want = src[:4] - np.stack([near.means_[near.languages_.index(c)] for c in chosen])
     np.testing.assert_allclose(out, want, atol=1e-6)
     assert np.linalg.norm(near.meaning(src[:1], "fr")) > 0.1
-    glob = make_method("mean-centering", unknown_language="global").fit(src, tgt, src_lang,
-                                                                         "en")
+    glob = make_method("mean-centering").fit(src, tgt, src_lang, "en")  # global
     np.testing.assert_allclose(glob.meaning(src[:4], "fr"), src[:4] - glob.means_.mean(0),
                                atol=1e-6)
     with pytest.raises(ConfigError, match="unknown_language must be"):

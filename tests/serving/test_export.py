@@ -327,3 +327,27 @@ def test_the_work_folder_of_a_killed_export_is_removed_by_the_next(trained, tmp_
     export_model(root / "mean-centering", tmp_path / "exp")
     assert not stale.exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["exp"]
+
+
+@pytest.mark.parametrize("name", ["mean-centering", "seed-centered"])
+def test_exported_identifier_centres_far_rows_as_disembed_does(trained, name):
+    """Rows far from every known language (the identifier says "unknown") take their most
+    likely language in the export's module too, exactly as ``meaning(X)`` does, whatever
+    the model's ``unknown_language`` (which is for tags the model never saw)."""
+    import copy
+
+    import torch
+
+    from disembed.serving.st_pipeline import identifying_module
+
+    model, enc = trained[1][name]
+    assert model.unknown_policy == "global"  # the default
+    model = copy.deepcopy(model)
+    model.language_id_.threshold_ = 1.01  # every row is "far from every known language"
+    far = enc.encode(["hallo welt", "hello world", "katze hund haus", "red tree big"])
+    assert set(model.predict_language(far).codes) == {"unknown"}
+    module = identifying_module(meaning_map(model), model.language_id_, {},
+                                model.unknown_policy)
+    got = module.forward({"sentence_embedding": torch.from_numpy(far)})["sentence_embedding"]
+    np.testing.assert_allclose(got.numpy(), model.meaning(far), atol=1e-5)
+    assert module.identify(torch.from_numpy(far)) == list(model.predict_language(far).nearest)

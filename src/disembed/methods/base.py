@@ -16,11 +16,14 @@ sees canonical codes of rows it can handle):
   row with ``None`` entries predicted;
 * a model that :attr:`~Disentangler.uses_language` fits a :class:`.LanguageIdentifier` on
   the raw training embeddings with itself, saves it with itself, and uses it for rows
-  without a tag (:meth:`~Disentangler.predict_language`; the assumed languages and their
-  confidence are logged);
+  without a tag: each such row is handled as the training language the identifier finds
+  most likely, also where it flags the row "unknown" (far from every known language;
+  :meth:`~Disentangler.predict_language`; the assumed languages and their confidence are
+  logged). Chosen on validation data (WMT20 QE dev; docs/language_free.md, point 6);
 * a language the model never saw gets its ``unknown_language`` fallback, row by row:
-  ``"nearest"`` (the language the identifier finds closest), ``"global"`` (the mean over
-  the training languages) or ``"error"``; :meth:`~Disentangler.calibrate` adds a
+  ``"global"`` (the mean over the training languages; the default of the recipes that have
+  the choice, chosen on validation data), ``"nearest"`` (the language the identifier finds
+  closest) or ``"error"``; :meth:`~Disentangler.calibrate` adds a
   language from unlabeled sentences of it.
 
 Nothing depends on the other rows of a call: ``meaning(X)[i] == meaning(X[i:i+1])``.
@@ -264,7 +267,8 @@ class Disentangler(ABC):
 
     def resolve_languages(self, X: np.ndarray, languages: Languages) -> np.ndarray:
         """``(n,)`` canonical codes for rows ``X (n, d)``: tags normalised, missing ones
-        predicted, and (for a model that uses a language) unseen ones replaced by the
+        predicted (the identifier's most likely training language, even for a row it calls
+        "unknown"), and (for a model that uses a language) unseen tags replaced by the
         ``"nearest"`` fallback where that is the model's ``unknown_language``."""
         langs = normalize_languages(languages, len(X))
         if not self.uses_language:
@@ -272,9 +276,10 @@ class Disentangler(ABC):
         missing = np.array([x is None for x in langs.tolist()], dtype=bool)
         if missing.any():
             pred = self.predict_language(X[missing])
-            langs[missing] = pred.codes
+            langs[missing] = pred.nearest  # its best guess, also for an 'unknown' row
             logger.info("%s: no language given for %d row(s); assumed %s (mean confidence "
-                        "%.2f)", self.name, int(missing.sum()), pred.summary(),
+                        "%.2f; an 'unknown' row is handled as its most likely language)",
+                        self.name, int(missing.sum()), pred.summary(),
                         float(pred.confidence.mean()))
         known = set(self.known_languages())
         unseen = np.array([x not in known for x in langs.tolist()], dtype=bool)

@@ -91,8 +91,8 @@ def load_disentangler(directory: str | Path) -> Disentangler:
     if params.get("unknown_language") == "batch":  # transductive, removed (issue 17)
         logger.warning("%s was saved with unknown_language='batch' (centring an unseen "
                        "language by the rows of the call), which no longer exists; it now "
-                       "uses 'nearest'", cfg_path)
-        params["unknown_language"] = "nearest"
+                       "uses 'global' (the mean over the training languages)", cfg_path)
+        params["unknown_language"] = "global"
     try:
         model = make_method(config["method"], **params)
     except (TypeError, ConfigError) as exc:

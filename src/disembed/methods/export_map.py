@@ -99,9 +99,8 @@ def centering_routes(languages: list[str], means: np.ndarray, dim: int
                                                                      strict=True)}
     routes[GLOBAL_ROUTE] = [identity_layer(dim, -means.mean(axis=0))]
     notes = [f"route {GLOBAL_ROUTE!r} subtracts the mean over all training languages "
-             "(disembed's unknown_language='global'); disembed's default for unseen "
-             "languages ('nearest': the language its identifier finds closest) needs the "
-             "identifier, which the sentence-transformers export does not run"]
+             "(disembed's unknown_language='global', its default for a language it never "
+             "saw)"]
     return routes, notes
 
 

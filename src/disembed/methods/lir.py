@@ -24,8 +24,8 @@ vectors ``C_k = V_k[:, :r] (d, r)`` span the language's identity subspace, and
 
 Without a tag the model's language identifier names the language (:mod:`.base`). For a
 language not seen in training, ``unknown_language`` decides, row by row, as in
-``mean-centering``: ``"nearest"`` (default) takes the directions of the training language
-the identifier finds closest, ``"global"`` those of all training sentences pooled,
+``mean-centering``: ``"global"`` (default) takes those of all training sentences pooled,
+``"nearest"`` the directions of the training language the identifier finds closest,
 ``"error"`` raises; ``calibrate`` adds a language's directions from unlabeled sentences.
 
 Official code: the LSAR authors' copy of LIR (github.com/zhxieml/LSAR,
@@ -115,7 +115,7 @@ class Lir(Disentangler):
     _parameter_constraints = {"rank": [Interval(int, 1, None)]}
 
     def __init__(self, rank: int = 1,
-                 unknown_language: Literal["nearest", "global", "error"] = "nearest") -> None:
+                 unknown_language: Literal["nearest", "global", "error"] = "global") -> None:
         if unknown_language not in UNKNOWN_LANGUAGE:
             raise ConfigError("unknown_language must be 'nearest', 'global' or 'error'; "
                               f"got {unknown_language!r}")
@@ -202,7 +202,6 @@ class Lir(Disentangler):
                                                      strict=True)}
         routes[GLOBAL_ROUTE] = erase(self.global_components_)
         notes = [f"route {GLOBAL_ROUTE!r} erases the directions of all training languages "
-                 "(disembed's unknown_language='global'); disembed's default for unseen "
-                 "languages ('nearest': the language its identifier finds closest) needs "
-                 "the identifier, which the sentence-transformers export does not run"]
+                 "(disembed's unknown_language='global', its default for a language it "
+                 "never saw)"]
         return MeaningMap(self.name, d, routes, True, notes)

@@ -6,9 +6,10 @@ baseline by DREAM, MEAT and SEED).
 ``mu_lang`` is the mean embedding of language ``lang`` over the training pairs
 (both sides contribute). Without a tag the model's language identifier names
 ``lang`` (:mod:`.base`). For a language not seen in training, ``unknown_language``
-decides, row by row: ``"nearest"`` (default) uses the mean of the training language
-the identifier finds closest to the row, ``"global"`` the mean over all training
-languages, ``"error"`` raises. :meth:`~.base.Disentangler.calibrate` adds a
+decides, row by row: ``"global"`` (default) uses the mean over all training
+languages, ``"nearest"`` the mean of the training language the identifier finds closest
+to the row, ``"error"`` raises (``global`` was chosen on validation data:
+docs/language_free.md, "point 6"). :meth:`~.base.Disentangler.calibrate` adds a
 language's mean from unlabeled sentences of it. Centring by the rows of a call
 (transductive) is no policy of the model: ask for it by name over a whole corpus
 (``mine --center corpus``).
@@ -46,7 +47,7 @@ class MeanCentering(Disentangler):
              "Representations.* Findings of EMNLP 2020 (arXiv:2004.05160)")
     uses_language = True
 
-    def __init__(self, unknown_language: Literal["nearest", "global", "error"] = "nearest") -> None:
+    def __init__(self, unknown_language: Literal["nearest", "global", "error"] = "global") -> None:
         check_unknown_language(unknown_language)
         self.unknown_language = unknown_language
 

@@ -87,7 +87,7 @@ class NeuralDisentangler(Disentangler):
                  negatives: str = "paper", *, max_steps: int | None = None,
                  time_budget_seconds: float | None = None, oracle_variant: str | None = None,
                  oracle_weight: float = 1.0, center: str = "none",
-                 unknown_language: str = "nearest", deterministic: bool = True,
+                 unknown_language: str = "global", deterministic: bool = True,
                  speed: str = "auto", precision: str = "auto",
                  init_scale: float | None = None) -> None:
         self.lr, self.batch_size, self.max_epochs = lr, batch_size, max_epochs
@@ -364,7 +364,7 @@ class TwoHeadRecipe(NeuralDisentangler):
                  negatives: str = "paper", hidden: int = 0, *, max_steps: int | None = None,
                  time_budget_seconds: float | None = None, oracle_variant: str | None = None,
                  oracle_weight: float = 1.0, center: str = "none",
-                 unknown_language: str = "nearest", deterministic: bool = True,
+                 unknown_language: str = "global", deterministic: bool = True,
                  speed: str = "auto", precision: str = "auto",
                  init_scale: float | None = None) -> None:
         super().__init__(lr=lr, batch_size=batch_size, max_epochs=max_epochs, patience=patience,

@@ -48,7 +48,7 @@ class Oracle(TwoHeadRecipe):
                  negatives: str = "paper", hidden: int = 0, *, max_steps: int | None = None,
                  time_budget_seconds: float | None = None, oracle_variant: str = "paper",
                  oracle_weight: float = 1.0, center: str = "none",
-                 unknown_language: str = "nearest", deterministic: bool = True,
+                 unknown_language: str = "global", deterministic: bool = True,
                  speed: str = "auto", precision: str = "auto",
                  init_scale: float | None = None) -> None:
         super().__init__(lr=lr, batch_size=batch_size, max_epochs=max_epochs, patience=patience,

@@ -9,8 +9,8 @@ For each row ``e (d,)`` of the (normalised) sentence embedding:
 1. the language: the one the caller names (``encode(texts, language="de")``, or
    ``task="de"``; any alias the export recorded, e.g. ``deu``, ``de-DE``, ``deu_Latn``),
    else the model's language identifier: ``z = (e - c) / |e - c|``, ``k = argmax(W z + b)``
-   (the nearest known language; with ``unknown = "global"`` a row whose cosine to that
-   language's centroid is below ``threshold`` takes the ``global`` route instead);
+   (the most likely known language, also for a row far from all of them, as disembed's
+   ``meaning(X)`` does; ``unknown`` and ``threshold`` are recorded, not used);
 2. the route of that language: a few affine layers ``y = act(x A^T + a)``.
 
 Every row is handled on its own, so a row's vector never depends on the other rows.
@@ -64,12 +64,7 @@ class LanguageRoutedMeaning(Module):
         z = e - t["lid.center"]
         z = z / z.norm(dim=1, keepdim=True).clamp_min(1e-12)
         best = (z @ t["lid.W"].T + t["lid.b"]).argmax(dim=1)
-        out = [self.languages[int(k)] for k in best]
-        if self.unknown == "global" and "global" in self.routes:
-            sim = (z * t["lid.centroids"][best]).sum(dim=1)
-            out = ["global" if float(s) < self.threshold else k
-                   for s, k in zip(sim, out, strict=True)]
-        return out
+        return [self.languages[int(k)] for k in best]
 
     # --- the meaning part ------------------------------------------------------
     def route(self, name: str, x: torch.Tensor) -> torch.Tensor:

@@ -195,8 +195,8 @@ class EmbeddingService:
 
         The model decides (:meth:`~disembed.methods.Disentangler.resolve_languages`): rows
         without a code are identified from the raw embedding by its language identifier,
-        and a language it never saw gets its ``unknown_language`` fallback (the nearest
-        known language by default). A method that uses no language keeps ``None`` rows."""
+        and a language it never saw gets its ``unknown_language`` fallback (the mean over
+        the training languages by default). A method that uses no language keeps ``None`` rows."""
         try:
             codes = [None if c is None else str(c)
                      for c in self.model.resolve_languages(raw, languages).tolist()]

@@ -112,3 +112,33 @@ def test_a_worker_killed_mid_phase_changes_nothing(tmp_path, task):
     write_pairs(tmp_path / "out.tsv", mined, cs, ct)
     assert killed[0] > 0, f"no worker ran {task} while the test watched"
     assert (tmp_path / "out.tsv").read_bytes() == (tmp_path / "ref.tsv").read_bytes()
+
+
+@pytest.mark.slow  # a local Ray cluster: ~1 minute to start its workers here
+def test_cli_cluster_local_2_writes_the_tsv_mine_writes(tmp_path, capsys):
+    """The issue's bar: ``disembed mine --cluster local:2`` mines the same pairs (byte for
+    byte) as ``disembed mine`` on a test corpus, inputs given as gzip plus a plain file."""
+    import gzip
+
+    ray = pytest.importorskip("ray", reason="ray not installed: pip install 'disembed[ray]'")
+    from disembed.cli import main
+
+    rng = np.random.default_rng(1)
+    words = [f"w{i}" for i in range(500)]
+    lines = [" ".join(rng.choice(words, size=6)) for _ in range(3000)]
+    with gzip.open(tmp_path / "s1.txt.gz", "wt", encoding="utf-8") as f:
+        f.write("\n".join(lines[:1000]) + "\n")
+    (tmp_path / "s2.txt").write_text("\n".join(lines[1000:2000]) + "\n", encoding="utf-8")
+    (tmp_path / "t.txt").write_text("\n".join(lines[500:3000]) + "\n", encoding="utf-8")
+    src = f"{tmp_path}/s1.txt.gz,{tmp_path}/s2.txt"
+    base = ["mine", src, str(tmp_path / "t.txt"), "--encoder", "hash:32", "--cache-dir",
+            str(tmp_path / "cache"), "--threshold", "1.0"]
+    assert main([*base, "--out", str(tmp_path / "one.tsv")]) == 0
+    try:
+        assert main([*base, "--out", str(tmp_path / "c.tsv"), "--cluster", "local:2",
+                     "--shard-rows", "700"]) == 0
+    finally:
+        ray.shutdown()
+    one = (tmp_path / "one.tsv").read_bytes()
+    assert one.count(b"\n") > 1000 and (tmp_path / "c.tsv").read_bytes() == one
+    assert b"s1.txt:1\t" in one or b"\ts1.txt:" in one  # ids name the gzip file and line

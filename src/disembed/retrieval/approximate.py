@@ -9,10 +9,10 @@ How it works:
    :func:`fill_index`): every shard then shares the same cells, so one ``nprobe`` means
    the same on all of them.
 2. **Calibrate** (:func:`choose_nprobe`): ``sample`` queries are drawn (seeded) from the
-   query side, their exact k-NN computed by brute force, and ``nprobe`` doubled from 1
-   until the recall@k of the index on that sample reaches the target (``recall=0.98``:
-   BUCC F1 within 0.13 of exact, docs/mining.md). The measured curve is returned and
-   logged; nothing is set by hand.
+   query side, their exact k-NN computed by brute force, and ``nprobe`` doubled from 1,
+   then bisected to 1/16 of the last step, to the smallest value whose recall@k on that
+   sample reaches the target (``recall=0.98``: BUCC F1 within 0.13 of exact,
+   docs/mining.md). The measured curve is returned and logged; nothing is set by hand.
 3. **Search** every query; ``ivfpq`` asks for ``rerank * k`` candidates and re-scores them
    exactly in float32 from the stored vectors, so the similarities of the neighbours found
    are exact (``ivf`` stores full vectors, its similarities are exact already). Margin
@@ -200,8 +200,9 @@ def recall_at_k(found: np.ndarray, exact: np.ndarray) -> float:
 
 def choose_nprobe(index, queries: np.ndarray, database: np.ndarray, k: int,
                   options: ApproximateOptions) -> Calibration:
-    """The smallest power-of-two ``nprobe`` whose recall@k on a seeded sample of
-    ``queries`` reaches ``options.recall`` (all cells if none does), with the curve."""
+    """The smallest ``nprobe`` whose recall@k on a seeded sample of ``queries`` reaches
+    ``options.recall`` (doubled from 1, then bisected to 1/16 of the last step; all cells
+    if none does), with the measured curve."""
     return choose_nprobe_sharded([(index, database, 0)], queries, k, options)
 
 
@@ -244,6 +245,15 @@ def choose_nprobe_sharded(shards: list[tuple], queries: np.ndarray, k: int,
         if curve[nprobe] >= options.recall or nprobe >= nlist:
             break
         nprobe = min(2 * nprobe, nlist)
+    if curve[nprobe] >= options.recall and nprobe > 1:  # bisect down to 1/16 of the step
+        lo, hi = nprobe // 2, nprobe
+        while hi - lo > max(1, hi // 16):
+            mid = (lo + hi) // 2
+            _, found = search_shards(shards, sample, k, mid, options)
+            curve[mid] = recall_at_k(found, exact)
+            lo, hi = (lo, mid) if curve[mid] >= options.recall else (mid, hi)
+        nprobe = hi
+    curve = dict(sorted(curve.items()))
     cal = Calibration(nprobe, curve[nprobe], options.recall, curve, len(rows))
     logger.info("nprobe=%d of %d cells: recall@%d %.4f on %d sampled queries (target %.3f; "
                 "curve %s)", nprobe, nlist, k, cal.recall, len(rows), options.recall,

@@ -54,9 +54,22 @@ def test_scale_verb_end_to_end_and_rerun_reuses_every_run(env, capsys):
     assert points[("20", "seed")]["tatoeba_unseen"] is not None  # nl is not a training language
     compared = {(c["size"], c["task"], c["method"]) for c in data["comparisons"]}
     assert ("all", "sts17", "seed") in compared and ("20", "tatoeba", "baseline") in compared
+    # the comparison is of the mean over seeds (not the first seed, not the seed ensemble):
+    # its per-seed scores and mean are the ones the score tables summarise
+    by_key = {(c["size"], c["task"], c["method"]): c for c in data["comparisons"]}
+    seed_sts = by_key[("20", "sts17", "seed")]
+    assert len(seed_sts["per_seed_a"]) == 2 and seed_sts["per_seed_a"][0] != seed_sts[
+        "per_seed_a"][1]
+    assert seed_sts["mean_a"] == pytest.approx(points[("20", "seed")]["sts17"])
+    assert min(seed_sts["per_seed_a"]) == pytest.approx(points[("20", "seed")]["sts17_min"])
+    assert seed_sts["mean_b"] == pytest.approx(points[("20", "mean-centering")]["sts17"])
+    # Holm over every comparison of the report: adjusted p >= raw p, all marked "holm"
+    assert all(c["correction"] == "holm" and c["p_adjusted"] >= c["p_value"] - 1e-12
+               for c in data["comparisons"])
     assert len(data["runs"]) == 1 + 2 + 4  # baseline once, mean-centering per size, seed x 2 x 2
     report = (env / "sc" / "scaling.md").read_text()
     assert "## Each method against mean-centering" in report and "| seed |" in report
+    assert "p (Holm)" in report and "Δ ens. (extra)" in report
     pytest.importorskip("matplotlib")
     assert (env / "sc" / "scaling-tatoeba.png").stat().st_size > 1000
     first = [r["timings"] for r in data["runs"]]

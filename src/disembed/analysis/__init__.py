@@ -12,15 +12,20 @@ from .leakage import ProbeResult, language_id_probe
 from .significance import (
     Comparison,
     PairedTest,
+    SeedTest,
     compare_all,
     compare_scores,
+    compare_seeds,
+    holm,
     paired_bootstrap,
     paired_permutation,
+    seed_bootstrap,
 )
 
-__all__ = ["CodeSwitchTask", "Comparison", "GeometryRecorder", "PairedTest", "ProbeResult",
+__all__ = ["CodeSwitchTask", "Comparison", "GeometryRecorder", "PairedTest", "ProbeResult", "SeedTest",
            "alignment", "attach_items", "code_switch", "compare_all", "compare_bench",
            "compare_to_reference",
-           "compare_scores", "geometry", "language_id_probe", "load_dictionary",
+           "compare_scores", "compare_seeds", "geometry", "holm", "language_id_probe", "load_dictionary",
            "paired_bootstrap", "paired_permutation", "projection_panels", "save_items",
+           "seed_bootstrap",
            "uniformity"]

@@ -13,6 +13,9 @@ inside each stratum.
 
 * :func:`paired_bootstrap`: resample items with replacement (Koehn 2004); the one-sided
   p-value is the share of resamples in which the observed winner does not win.
+* :func:`seed_bootstrap` / :func:`compare_seeds`: two recipes trained with several seeds;
+  resamples the seeds and then the items (paired), so the interval covers both sources of
+  variance; :func:`holm` corrects a report's p-values for multiple comparisons.
 * :func:`paired_permutation`: swap the two methods' outputs on a random half of the items
   (approximate randomisation, Noreen 1989); two-sided p-value of ``|delta|``. Exact (all
   ``2^n`` swaps) when that is no more than ``n_resamples``. For a correlation the system
@@ -273,14 +276,137 @@ def compare_scores(a, b, *, labels: tuple[str, str] = ("A", "B"), view: str = "m
                       higher_is_better=view != "language")
 
 
+@dataclass(frozen=True)
+class SeedTest:
+    """Recipe ``a`` (several training seeds) against ``b`` on one task's main score.
+
+    ``per_seed_a`` / ``per_seed_b``: the main score of each run; ``mean_a`` / ``mean_b``
+    their means and ``delta = mean_a - mean_b``. ``ci_low``/``ci_high``: 95% two-level
+    bootstrap interval of ``delta`` (seeds of each recipe resampled with replacement, then
+    items, the same items for both recipes). ``p_value``: two-sided bootstrap p-value of
+    ``delta`` (twice the share of resamples on the other side of 0, capped at 1);
+    ``p_adjusted``: after the multiple-comparison correction of a whole report (nan until
+    :func:`holm` is applied). ``ensemble_*``: the main score of the per-item average over
+    seeds, i.e. of an ensemble of the seeds' models, an extra, not the recipe's score.
+    """
+
+    per_seed_a: tuple[float, ...]
+    per_seed_b: tuple[float, ...]
+    mean_a: float
+    mean_b: float
+    delta: float
+    ci_low: float
+    ci_high: float
+    p_value: float
+    n_items: int
+    n_resamples: int
+    ensemble_a: float
+    ensemble_b: float
+    ensemble_delta: float
+    p_adjusted: float = float("nan")
+
+
+def _stratified(runs: np.ndarray, groups, idx_per_group, statistic) -> np.ndarray:
+    """Score of every run on every item resample: runs (S, n, k) -> (S, R)."""
+    total = 0.0
+    for g, idx in zip(groups, idx_per_group, strict=True):
+        rows = g[idx]  # (R, n_j)
+        total = total + np.stack([batched_statistic(run[rows], statistic) for run in runs])
+    return total / len(groups)
+
+
+def seed_bootstrap(a: Sequence, b: Sequence, *, statistic: Statistic = "mean", strata=None,
+                   n_resamples: int = 2000, seed: int = 0) -> SeedTest:
+    """Two-level paired bootstrap of (mean over seeds of A) - (mean over seeds of B).
+
+    ``a``, ``b``: one ``(n, k)`` (or ``(n,)``) per-item array per seed, all on the same
+    items (a recipe without a seed is one array). Each resample draws each recipe's seeds
+    with replacement (as many as it has), then the items with replacement inside each
+    stratum, the same items for ``a`` and ``b``; its delta is the mean of the drawn seeds'
+    scores of ``a`` minus that of ``b``. So the interval widens when the seeds disagree and
+    when the items do.
+    """
+    if not len(a) or not len(b):
+        raise ShapeError("seed_bootstrap needs at least one run on each side")
+    prepared = [_prepare(x, x, strata) for x in list(a) + list(b)]
+    shapes = {x[0].shape for x in prepared}
+    if len(shapes) != 1:
+        raise ShapeError(f"the runs cover different items ({sorted(shapes)}); evaluate all of "
+                         "them with the same task options")
+    groups = prepared[0][2]
+    runs_a = np.stack([x[0] for x in prepared[: len(a)]])
+    runs_b = np.stack([x[0] for x in prepared[len(a):]])
+    per_a = tuple(score(x, statistic, strata) for x in runs_a)
+    per_b = tuple(score(x, statistic, strata) for x in runs_b)
+    mean_a, mean_b = float(np.mean(per_a)), float(np.mean(per_b))
+    delta = mean_a - mean_b
+    ens_a = score(runs_a.mean(axis=0), statistic, strata)
+    ens_b = score(runs_b.mean(axis=0), statistic, strata)
+    rng = np.random.default_rng(seed)
+    deltas = []
+    for start in range(0, n_resamples, _CHUNK):
+        r = min(_CHUNK, n_resamples - start)
+        pick_a = rng.integers(0, len(runs_a), size=(r, len(runs_a)))
+        pick_b = rng.integers(0, len(runs_b), size=(r, len(runs_b)))
+        idx = [rng.integers(0, len(g), size=(r, len(g))) for g in groups]
+        stat_a = _stratified(runs_a, groups, idx, statistic)  # (S_a, r)
+        stat_b = _stratified(runs_b, groups, idx, statistic)
+        cols = np.arange(r)[:, None]
+        deltas.append(stat_a[pick_a, cols].mean(axis=1) - stat_b[pick_b, cols].mean(axis=1))
+    d = np.concatenate(deltas)
+    d = d[np.isfinite(d)]
+    if len(d):
+        sign = 1.0 if delta >= 0 else -1.0
+        p = min(1.0, 2 * (int(np.sum(sign * d <= 0)) + 1) / (len(d) + 1))
+        low, high = np.percentile(d, [2.5, 97.5])
+    else:
+        p, low, high = float("nan"), float("nan"), float("nan")
+    return SeedTest(per_a, per_b, mean_a, mean_b, delta, float(low), float(high), float(p),
+                    runs_a.shape[1], len(d), ens_a, ens_b, ens_a - ens_b)
+
+
+def holm(p_values: Sequence[float]) -> np.ndarray:
+    """Holm's step-down adjusted p-values (family-wise error), in the input order.
+
+    Sorted ascending, the ``j``-th smallest (0-based) of ``m`` becomes
+    ``max over i <= j of min(1, (m - i) * p_(i))``; nan p-values are left out of ``m`` and
+    stay nan.
+    """
+    p = np.asarray(p_values, np.float64)
+    out = np.full(p.shape, np.nan)
+    finite = np.flatnonzero(np.isfinite(p))
+    order = finite[np.argsort(p[finite], kind="stable")]
+    m, running = len(order), 0.0
+    for i, k in enumerate(order):
+        running = max(running, min(1.0, (m - i) * p[k]))
+        out[k] = running
+    return out
+
+
+def compare_seeds(a: Sequence, b: Sequence, *, view: str = "meaning",
+                  n_resamples: int = 2000, seed: int = 0) -> SeedTest:
+    """:func:`seed_bootstrap` of two recipes on one task; ``a``, ``b``: ``TaskScores`` of the
+    same task on the same items, one per training seed, with ``per_item``."""
+    items_a = [task_items(s, view) for s in a]
+    items_b = [task_items(s, view) for s in b]
+    shapes = {x[0].shape for x in items_a + items_b}
+    if len(shapes) != 1:
+        raise ShapeError(f"{a[0].task} [{view}]: the runs cover different items ({shapes}); "
+                         "evaluate all of them with the same task options")
+    _, strata, statistic = items_a[0]
+    return seed_bootstrap([x[0] for x in items_a], [x[0] for x in items_b],
+                          statistic=statistic, strata=strata, n_resamples=n_resamples,
+                          seed=seed)
+
+
 def compare_averaged(a: Sequence, b: Sequence, *, view: str = "meaning",
                      n_resamples: int = 2000, seed: int = 0) -> PairedTest:
-    """Paired bootstrap of two methods on one task, each averaged over its runs (seeds).
+    """Paired item bootstrap of the *seed ensembles* of two recipes (an extra, not the
+    recipe's score: use :func:`compare_seeds` for that).
 
-    ``a``, ``b``: ``TaskScores`` of the same task on the same items, one per training seed
-    (with ``per_item``). Per-item scores (retrieval credit, cosines) are averaged over the
-    seeds of each method, then resampled over items: the interval reflects the test items,
-    the averaging removes most of the seed noise (the spread over seeds is reported apart).
+    Per-item scores are averaged over the seeds of each recipe, which scores an ensemble of
+    the seeds' models, then resampled over items only: the interval ignores the
+    seed-to-seed variance.
     """
     items_a = [task_items(s, view) for s in a]
     items_b = [task_items(s, view) for s in b]

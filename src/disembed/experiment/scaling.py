@@ -8,10 +8,12 @@ Every run is saved and reused, so the study can be interrupted, extended with a 
 method, and re-rendered without retraining; methods can be split over several processes
 (same ``out_dir``) and a last call with all of them writes the report.
 
-Per size, each method is compared with the reference (mean-centering by default) by a
-paired bootstrap on the seed-averaged per-item scores of each task
-(:func:`~disembed.analysis.significance.compare_averaged`); Tatoeba is also reported on
-the training languages (seen) and the other Tatoeba-36 languages (unseen) apart.
+Per size, each method is compared with the reference (mean-centering by default) on the
+mean over seeds of each task's main score, by a two-level bootstrap that resamples the
+seeds and then the items (:func:`~disembed.analysis.significance.compare_seeds`); the
+p-values of all comparisons of one study are Holm-corrected together. The seed-ensemble
+score (per-item scores averaged over seeds) is kept as a labelled extra. Tatoeba is also
+reported on the training languages (seen) and the other Tatoeba-36 languages (unseen) apart.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from ..analysis.significance import compare_averaged
+from ..analysis.significance import compare_seeds, holm
 from ..encoders import DEFAULT_ENCODER
 from ..evaluation import DEFAULT_TASKS, EvalOptions, TaskScores
 from ..exceptions import ConfigError
@@ -206,7 +208,8 @@ def _group(entries: list[tuple[Point, RunResult]], size: str, method: str) -> li
 
 def compare_to_reference(config: ScalingConfig, entries: list[tuple[Point, RunResult]]
                          ) -> list[dict]:
-    """Per size, task and method: the seed-averaged paired bootstrap against the reference."""
+    """Per size, task and method: the two-level (seeds, items) bootstrap of the mean over
+    seeds against the reference's, with Holm-adjusted p-values over every comparison."""
     out = []
     for size in dict.fromkeys(p.size for p, _ in entries):
         reference = _group(entries, size, config.reference)
@@ -219,9 +222,13 @@ def compare_to_reference(config: ScalingConfig, entries: list[tuple[Point, RunRe
                 b = [s for r in reference for s in r.scores if s.task == task]
                 if not (a and b and all(s.per_item for s in a + b)):
                     continue
-                test = compare_averaged(a, b, n_resamples=config.n_resamples)
+                test = compare_seeds(a, b, n_resamples=config.n_resamples)
                 out.append({"size": size, "task": task, "method": method,
                             "reference": config.reference, **asdict(test)})
+    adjusted = holm([c["p_value"] for c in out])
+    for c, p in zip(out, adjusted, strict=True):
+        c["p_adjusted"] = float(p)
+        c["correction"] = "holm"
     return out
 
 

@@ -66,23 +66,42 @@ def _metric_tables(result: ExperimentResult) -> list[str]:
     return lines
 
 
+def _seeds(values) -> str:
+    return ", ".join(f"{100 * _num(v):.1f}" for v in values)
+
+
 def _comparisons(result: ExperimentResult) -> list[str]:
     if not result.comparisons:
         return []
-    ref = result.comparisons[0]["reference"]
+    first = result.comparisons[0]
+    ref = first["reference"]
+    if "per_seed_a" not in first:  # a study written before the two-level bootstrap
+        return [f"## Each method against {ref}", "",
+                "(written by an older version: re-render with `disembed scale "
+                "--finished-only` for the per-seed table)", ""]
+    correction = {"holm": "Holm"}.get(first.get("correction", ""), "no")
     lines = [f"## Each method against {ref}", "",
-             "Difference of the seed-averaged main score, x100, with the 95% paired-bootstrap "
-             "interval over test items and the one-sided p that the better one is not better. "
-             "**Bold**: the interval excludes 0.", "",
-             "| pairs/lang | task | method | method | " + ref + " | Δ | 95% CI | p |",
-             "|---|---|---|---:|---:|---:|---|---:|"]
+             "Per-seed main scores of each method, their mean, and Δ = (mean over seeds) - "
+             f"({ref}'s mean), x100. 95% interval: two-level paired bootstrap that resamples "
+             "each method's seeds with replacement and then the test items (the same items "
+             f"for both). p: two-sided bootstrap p-value; p ({correction}): {correction}-"
+             f"corrected over all {len(result.comparisons)} comparisons of this report "
+             f"(family-wise error). **Bold**: significant at {ALPHA} after the {correction} "
+             "correction. Extra, not the recipe's score: Δ ens., the difference of the seed "
+             "ensembles (per-item scores averaged over the seeds, i.e. an ensemble of the "
+             "seeds' models), whose interval would ignore seed variance.", "",
+             f"| pairs/lang | task | method | per seed | mean | {ref} | Δ | 95% CI (seeds+items) "
+             f"| p | p ({correction}) | Δ ens. (extra) |",
+             "|---|---|---|---|---:|---:|---:|---|---:|---:|---:|"]
     for c in result.comparisons:
-        sig = c["ci_low"] > 0 or c["ci_high"] < 0
+        padj = _num(c.get("p_adjusted"))
+        sig = not math.isnan(padj) and padj < ALPHA
         delta = f"{100 * c['delta']:+.2f}"
-        lines.append(f"| {c['size']} | {c['task']} | {c['method']} | {100 * c['score_a']:.1f} | "
-                     f"{100 * c['score_b']:.1f} | {f'**{delta}**' if sig else delta} | "
+        lines.append(f"| {c['size']} | {c['task']} | {c['method']} | {_seeds(c['per_seed_a'])} | "
+                     f"{100 * c['mean_a']:.1f} | {100 * c['mean_b']:.1f} | "
+                     f"{f'**{delta}**' if sig else delta} | "
                      f"[{100 * c['ci_low']:+.2f}, {100 * c['ci_high']:+.2f}] | "
-                     f"{c['p_value']:.3f} |")
+                     f"{c['p_value']:.3f} | {padj:.3f} | {100 * c['ensemble_delta']:+.2f} |")
     return lines + [""]
 
 

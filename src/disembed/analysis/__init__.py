@@ -22,10 +22,9 @@ from .significance import (
     seed_bootstrap,
 )
 
-__all__ = ["CodeSwitchTask", "Comparison", "GeometryRecorder", "PairedTest", "ProbeResult", "SeedTest",
-           "alignment", "attach_items", "code_switch", "compare_all", "compare_bench",
-           "compare_to_reference",
-           "compare_scores", "compare_seeds", "geometry", "holm", "language_id_probe", "load_dictionary",
-           "paired_bootstrap", "paired_permutation", "projection_panels", "save_items",
-           "seed_bootstrap",
+__all__ = ["CodeSwitchTask", "Comparison", "GeometryRecorder", "PairedTest", "ProbeResult",
+           "SeedTest", "alignment", "attach_items", "code_switch", "compare_all",
+           "compare_bench", "compare_to_reference", "compare_scores", "compare_seeds",
+           "geometry", "holm", "language_id_probe", "load_dictionary", "paired_bootstrap",
+           "paired_permutation", "projection_panels", "save_items", "seed_bootstrap",
            "uniformity"]

@@ -86,3 +86,28 @@ def test_scale_verb_end_to_end_and_rerun_reuses_every_run(env, capsys):
     assert "Not run (left out of every table): seed at 20" in (
         env / "sc" / "scaling.md").read_text()
     assert not (env / "sc" / "20" / "seed" / "seed-2").exists()
+
+
+def test_no_tag_numbers_read_the_untagged_view_or_the_gold_one_for_tag_free_recipes():
+    from types import SimpleNamespace
+
+    from disembed.experiment.scaling import run_metrics
+
+    def tatoeba(views):
+        rows = [ScoreRow(view, lang, "acc_mean", v, 10) for view, values in views.items()
+                for lang, v in zip(("de", "ja"), values, strict=True)]
+        averages = [ScoreRow(view, "avg:tatoeba-14", "acc_mean", sum(values) / 2, 20)
+                    for view, values in views.items()]
+        return TaskScores("tatoeba", "acc_mean", "avg:tatoeba-14", rows=rows,
+                          averages=averages)
+
+    tagged = run_metrics(SimpleNamespace(scores=[tatoeba(
+        {"meaning": (0.9, 0.5), "untagged": (0.8, 0.3)})]), {"de"})
+    assert tagged["tatoeba"] == pytest.approx(0.7)
+    assert tagged["tatoeba_notag"] == pytest.approx(0.55)
+    assert tagged["tatoeba_unseen"] == pytest.approx(0.5)
+    assert tagged["tatoeba_unseen_notag"] == pytest.approx(0.3)
+    free = run_metrics(SimpleNamespace(scores=[tatoeba({"meaning": (0.9, 0.5)})]), {"de"})
+    assert free["tatoeba_notag"] == pytest.approx(0.7)  # no untagged view: same as gold
+    assert free["tatoeba_unseen_notag"] == pytest.approx(0.5)
+    assert free["sts17_notag"] != free["sts17_notag"]  # not evaluated: nan

@@ -37,7 +37,7 @@ from ..results import ExperimentResult, RunResult
 from ..util.text import slug
 from .run import RunOutputs, finished_run, run
 from .spec import DEFAULT_TRAIN_LANGUAGES, RunSpec, TrainingData, Workspace
-from .steps import open_encoder
+from .steps import UNTAGGED_VIEW, open_encoder
 
 logger = logging.getLogger(__name__)
 
@@ -50,7 +50,11 @@ METRICS = (("tatoeba", "tatoeba", "meaning", None, None),
            ("sts17", "sts17", "meaning", None, None),
            ("sts17_mono", "sts17", "meaning", "avg:monolingual", "spearman"),
            ("wmt20-qe", "wmt20-qe", "meaning", None, None),
-           ("leakage_tatoeba", "tatoeba", "language", None, None))
+           ("leakage_tatoeba", "tatoeba", "language", None, None),
+           ("tatoeba_notag", "tatoeba", UNTAGGED_VIEW, None, None),
+           ("tatoeba_unseen_notag", "tatoeba", UNTAGGED_VIEW, "unseen", "acc_mean"),
+           ("sts17_notag", "sts17", UNTAGGED_VIEW, None, None),
+           ("wmt20-qe_notag", "wmt20-qe", UNTAGGED_VIEW, None, None))
 
 
 @dataclass
@@ -158,11 +162,18 @@ def run_scaling(config: ScalingConfig) -> ExperimentResult:
 
 
 def run_metrics(result: RunResult, training_languages: set[str]) -> dict[str, float]:
-    """The study's numbers for one run (see :data:`METRICS`); ``nan`` where not evaluated."""
+    """The study's numbers for one run (see :data:`METRICS`); ``nan`` where not evaluated.
+
+    The no-tag numbers (view ``untagged``: the model identifies each sentence's language
+    from its embedding) are the gold-tag ones for a recipe that uses no language (it has no
+    ``untagged`` view: tag or not, its output is the same).
+    """
     by_task = {s.task: s for s in result.scores}
     out = {}
     for name, task, view, subset, metric in METRICS:
         s = by_task.get(task)
+        if s is not None and view == UNTAGGED_VIEW and view not in s.views():
+            view = "meaning"
         if s is None or view not in s.views():
             out[name] = float("nan")
         elif subset in ("seen", "unseen"):

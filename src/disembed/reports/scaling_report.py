@@ -15,12 +15,19 @@ from .plots import pyplot, save_png
 logger = logging.getLogger(__name__)
 
 #: (metric key, title, higher is better); ``{tatoeba}`` is the study's Tatoeba language set
-COLUMNS = (("tatoeba", "Tatoeba ({tatoeba}) acc (meaning)", True),
+COLUMNS = (("tatoeba", "Tatoeba ({tatoeba}) acc (meaning, gold tags)", True),
+           ("tatoeba_notag", "Tatoeba ({tatoeba}) acc (meaning, no tag: the model identifies "
+            "the language)", True),
            ("tatoeba_seen", "Tatoeba ({tatoeba}), the training languages", True),
-           ("tatoeba_unseen", "Tatoeba ({tatoeba}), languages not trained on", True),
-           ("sts17", "STS17 cross-lingual ρ (meaning)", True),
+           ("tatoeba_unseen", "Tatoeba ({tatoeba}), languages not trained on (inductive: the "
+            "model's fallback, nothing from the test set)", True),
+           ("tatoeba_unseen_notag", "Tatoeba ({tatoeba}), languages not trained on, no tag "
+            "(inductive)", True),
+           ("sts17", "STS17 cross-lingual ρ (meaning, gold tags)", True),
+           ("sts17_notag", "STS17 cross-lingual ρ (meaning, no tag)", True),
            ("sts17_mono", "STS17 monolingual ρ (meaning)", True),
-           ("wmt20-qe", "WMT20 QE r (meaning, avg of 6)", True),
+           ("wmt20-qe", "WMT20 QE r (meaning, gold tags, avg of 6)", True),
+           ("wmt20-qe_notag", "WMT20 QE r (meaning, no tag, avg of 6)", True),
            ("leakage_tatoeba", "Tatoeba acc of the language part (leakage)", False))
 PLOTTED = (("tatoeba", "Tatoeba ({tatoeba})"), ("sts17", "STS17 cross-lingual"),
            ("wmt20-qe", "WMT20 QE"))

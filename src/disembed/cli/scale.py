@@ -1,7 +1,8 @@
 """``disembed scale``: the data-scaling study. Every method at several training sizes
 (pairs per language, ``all`` = the whole pool but the held-out pairs), trained recipes with
-several seeds; paired-bootstrap intervals against mean-centering; one plot per task of the
-score against the training size with the language part's leakage beside it. Writes
+several seeds; per-seed scores, their mean and a seeds+items bootstrap interval against
+mean-centering (Holm-corrected over the report), with and without language tags; one plot
+per task of the score against the training size with the language part's leakage beside it. Writes
 ``<out>/scaling.md``, ``report.html``, ``scaling.json`` and the plots; every run is saved
 and reused, so the study resumes and can be extended. Encode the pool first with
 ``disembed prepare`` (hours on e5-small).

@@ -84,18 +84,25 @@ def test_approximate_shards_find_the_exact_pairs(tmp_path):
     assert len(good(exact)) > 300 and len(good(exact) & good(approx)) / len(good(exact)) > 0.97
 
 
-def test_cli_cluster_writes_what_mine_writes(tmp_path, monkeypatch, capsys):
+@pytest.mark.parametrize("options", [
+    [], ["--top", "25", "--margin", "distance", "--mode", "forward"],
+    ["--threshold", "1.05", "--mode", "intersection", "-k", "2"],
+    ["--margin", "absolute", "--mode", "backward", "--top", "7"]])
+def test_cli_cluster_writes_what_mine_writes(tmp_path, monkeypatch, capsys, options):
     s, t = corpus(tmp_path)
     mine_cli = importlib.import_module("disembed.mining.distributed")
     monkeypatch.setattr(mine_cli, "connect", lambda address: InProcess())
     base = ["mine", str(s), str(t), "--encoder", "hash:32", "--cache-dir",
-            str(tmp_path / "cache"), "-k", "4"]
+            str(tmp_path / "cache"), "-k", "4", *options]
     assert main([*base, "--out", str(tmp_path / "one.tsv")]) == 0
     assert main([*base, "--out", str(tmp_path / "c.tsv"), "--cluster", "local:2",
                  "--shard-rows", "30"]) == 0
     out = capsys.readouterr().out
     assert (tmp_path / "c.tsv").read_bytes() == (tmp_path / "one.tsv").read_bytes()
     assert out.count("pairs") == 2
+    if "--top" in options:  # the options reached both paths
+        top = int(options[options.index("--top") + 1])
+        assert (tmp_path / "c.tsv").read_bytes().count(b"\n") == top + 1
 
 
 @pytest.mark.parametrize("address", ["local:x", "nowhere", "http://host"])

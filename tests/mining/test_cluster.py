@@ -84,18 +84,25 @@ def test_approximate_shards_find_the_exact_pairs(tmp_path):
     assert len(good(exact)) > 300 and len(good(exact) & good(approx)) / len(good(exact)) > 0.97
 
 
-def test_cli_cluster_writes_what_mine_writes(tmp_path, monkeypatch, capsys):
+@pytest.mark.parametrize("options", [
+    [], ["--top", "25", "--margin", "distance", "--mode", "forward"],
+    ["--threshold", "1.05", "--mode", "intersection", "-k", "2"],
+    ["--margin", "absolute", "--mode", "backward", "--top", "7"]])
+def test_cli_cluster_writes_what_mine_writes(tmp_path, monkeypatch, capsys, options):
     s, t = corpus(tmp_path)
     mine_cli = importlib.import_module("disembed.mining.distributed")
     monkeypatch.setattr(mine_cli, "connect", lambda address: InProcess())
     base = ["mine", str(s), str(t), "--encoder", "hash:32", "--cache-dir",
-            str(tmp_path / "cache"), "-k", "4"]
+            str(tmp_path / "cache"), "-k", "4", *options]
     assert main([*base, "--out", str(tmp_path / "one.tsv")]) == 0
     assert main([*base, "--out", str(tmp_path / "c.tsv"), "--cluster", "local:2",
                  "--shard-rows", "30"]) == 0
     out = capsys.readouterr().out
     assert (tmp_path / "c.tsv").read_bytes() == (tmp_path / "one.tsv").read_bytes()
     assert out.count("pairs") == 2
+    if "--top" in options:  # the options reached both paths
+        top = int(options[options.index("--top") + 1])
+        assert (tmp_path / "c.tsv").read_bytes().count(b"\n") == top + 1
 
 
 @pytest.mark.parametrize("address", ["local:x", "nowhere", "http://host"])
@@ -112,3 +119,26 @@ def test_merge_keeps_missing_neighbours_missing():
     D2, I2 = np.array([[0.5, 0.4]]), np.array([[0, 1]])
     D, I = merge_lists([(D1, I1, 0), (D2, I2, 10)], 3)  # noqa: E741
     assert I.tolist() == [[3, 10, 11]] and D.tolist() == [[0.9, 0.5, 0.4]]
+
+
+@pytest.mark.parametrize("langs", [[], ["--src-lang", "de", "--tgt-lang", "en"]])
+def test_cli_cluster_meaning_view_writes_what_mine_writes(tmp_path, monkeypatch, langs):
+    """``--model`` (tagged, or each row's language identified by the model) through the
+    cluster driver gives ``mine``'s bytes; the raw run gives others (the view is applied)."""
+    from disembed import make_method
+
+    s, t = corpus(tmp_path)
+    rng = np.random.default_rng(0)
+    X, Y = rng.standard_normal((2, 60, 32)).astype(np.float32)
+    make_method("mean-centering").fit(X, Y + 0.5, "de", "en").save(tmp_path / "model")
+    monkeypatch.setattr(distributed, "connect", lambda address: InProcess())
+    base = ["mine", str(s), str(t), "--encoder", "hash:32", "--cache-dir",
+            str(tmp_path / "cache"), "-k", "3", "--mode", "intersection"]
+    assert main([*base, "--out", str(tmp_path / "raw.tsv"), "--cluster", "local"]) == 0
+    base += ["--model", str(tmp_path / "model"), *langs]
+    assert main([*base, "--out", str(tmp_path / "one.tsv")]) == 0
+    assert main([*base, "--out", str(tmp_path / "c.tsv"), "--cluster", "local:2",
+                 "--shard-rows", "30"]) == 0
+    one = (tmp_path / "one.tsv").read_bytes()
+    assert (tmp_path / "c.tsv").read_bytes() == one
+    assert one != (tmp_path / "raw.tsv").read_bytes() and one.count(b"\n") > 10

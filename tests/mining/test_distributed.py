@@ -1,5 +1,8 @@
 """Ray mining on a small local cluster equals the single-process run."""
 
+import os
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -48,17 +51,35 @@ def test_ray_mining_equals_single_process(tmp_path):
         zip(single.src.tolist(), single.tgt.tolist(), strict=True))
 
 
-def _ray_workers_running(task: str) -> list[int]:
-    """PIDs of Ray worker processes running ``task`` (their title is ``ray::<task>``)."""
-    from pathlib import Path
+def _parent(pid: int) -> int:
+    """The parent PID of ``pid`` (0 once it is gone), from ``/proc/PID/stat``."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return 0
+    return int(stat[stat.rindex(")") + 2:].split()[1])  # after "(comm) state": ppid
 
-    pids = []
+
+def _descends_from(pid: int, ancestor: int) -> bool:
+    while pid > 1:
+        pid = _parent(pid)
+        if pid == ancestor:
+            return True
+    return False
+
+
+def _ray_workers_running(task: str) -> list[int]:
+    """PIDs of this test's Ray worker processes running ``task`` (their title is
+    ``ray::<task>``). Only descendants of this process count (``ray.init`` starts the
+    raylet, which starts the workers, as children of the driver): another Ray cluster on
+    the same machine, another engineer's test run for one, is never touched."""
+    me, pids = os.getpid(), []
     for proc in Path("/proc").glob("[0-9]*"):
         try:
             title = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
         except OSError:
             continue
-        if title.startswith(f"ray::{task}"):
+        if title.startswith(f"ray::{task}") and _descends_from(int(proc.name), me):
             pids.append(int(proc.name))
     return pids
 
@@ -68,11 +89,9 @@ def _ray_workers_running(task: str) -> list[int]:
 def test_a_worker_killed_mid_phase_changes_nothing(tmp_path, task):
     """One worker is killed (SIGKILL) while it runs a task of the encode or the search phase:
     Ray runs the task again elsewhere, and the TSV equals an uninterrupted run's bytes."""
-    import os
     import signal
     import threading
     import time
-    from pathlib import Path
 
     ray = pytest.importorskip("ray", reason="ray not installed: pip install 'disembed[ray]'")
     if not Path("/proc/self/cmdline").exists():

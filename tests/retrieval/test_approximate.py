@@ -97,11 +97,11 @@ def test_options_are_checked():
         train_index(Y, ApproximateOptions(index="ivfpq", pq_bytes=5))
 
 
-def test_auto_is_exact_up_to_the_crossover_and_approximate_above(monkeypatch, caplog):
+def test_auto_is_exact_up_to_the_crossover_and_measured_above(monkeypatch, caplog):
     assert resolve_backend("auto", 1000, 1000) == "exact"
     assert resolve_backend("exact", 10**9, 10**9) == "exact"
     monkeypatch.setattr(search_module, "EXACT_UP_TO", 1000 * 999)
-    assert resolve_backend("auto", 1000, 1000) == "approx"
+    assert resolve_backend("auto", 1000, 1000) == "auto"  # search_both measures
     monkeypatch.setattr(search_module.importlib.util, "find_spec", lambda name: None)
     with caplog.at_level(logging.WARNING):
         assert resolve_backend("auto", 1000, 1000) == "exact"
@@ -163,3 +163,62 @@ def test_shards_sharing_one_quantiser_equal_one_index():
     D2, I2 = search_shards(shards, X, 4, cal_shards.nprobe, opt)
     assert (D2 >= D1 - 1e-6).all()
     assert recall_at_k(I2, I1) > 0.99 and recall_at_k(I2, EXACT_I) >= 0.9
+
+
+def test_projection_weighs_both_paths_with_the_builds():
+    from disembed.retrieval.approximate import Calibration
+    from disembed.retrieval.auto import project
+
+    # 1,000 timed queries: exact 2 s, approximate 0.5 s; 1M x 1M; build 60 s, calibrate 100 s
+    cal = Calibration(64, 0.98, 0.98, {}, 1000, exact_seconds=2.0, approx_seconds=0.5)
+    p = project(10**6, 10**6, cal, 60.0, 100.0)
+    assert p.exact == pytest.approx(2000.0)  # one pass serves both ways
+    assert p.approximate == pytest.approx(500 + 60 + 100 + 500)
+    assert p.approximate_wins
+    # the way back and the second build count: 1 s per 1,000 approximate queries wins one
+    # direction (1000 < 2000) but not both (1000 + 160 + 1000 > 2000)
+    slow = Calibration(64, 0.98, 0.98, {}, 1000, exact_seconds=2.0, approx_seconds=1.0)
+    assert not project(10**6, 10**6, slow, 60.0, 100.0).approximate_wins
+
+
+@pytest.mark.parametrize("approx_wins", [True, False])
+def test_auto_above_the_crossover_runs_the_path_measured_cheaper(monkeypatch, caplog,
+                                                                 approx_wins):
+    auto_module = importlib.import_module("disembed.retrieval.auto")
+    monkeypatch.setattr(search_module, "EXACT_UP_TO", 100)
+    real_project = auto_module.project
+    seen = []
+
+    def fixed(n, m, cal, build_s, cal_s):
+        seen.append((n, m, cal.queries, cal.exact_seconds > 0, cal.approx_seconds > 0))
+        real = real_project(n, m, cal, build_s, cal_s)
+        return auto_module.Projection(exact=real.approximate + (1 if approx_wins else -1),
+                                      approximate=real.approximate)
+
+    monkeypatch.setattr(auto_module, "project", fixed)
+    rng = np.random.default_rng(5)
+    y = clustered(3000, 6)
+    x = normalize_rows(y[:2000] + 0.05 * rng.standard_normal((2000, 32)).astype(np.float32))
+    cfg = dict(k=4, mode="max-score", threshold=1.05)
+    with caplog.at_level(logging.INFO, logger="disembed.retrieval.auto"):
+        mined = mine_embeddings(x, y, MineConfig(backend="auto", **cfg))
+    assert mined.backend == ("approx" if approx_wins else "exact")
+    assert seen == [(2000, 3000, 1000, True, True)]
+    assert f"backend auto: {mined.backend} for 2000 x 3000" in caplog.text
+    exact = mine_embeddings(x, y, MineConfig(backend="exact", **cfg))
+    e = set(zip(exact.src.tolist(), exact.tgt.tolist(), strict=True))
+    a = set(zip(mined.src.tolist(), mined.tgt.tolist(), strict=True))
+    if approx_wins:
+        assert len(e & a) / len(e) >= 0.97
+    else:  # the exact path: the same pairs and scores as asking for exact
+        assert a == e
+        np.testing.assert_array_equal(mined.score, exact.score)
+
+
+def test_auto_search_one_direction_measures_too(monkeypatch):
+    monkeypatch.setattr(search_module, "EXACT_UP_TO", 100)
+    y = clustered(3000, 7)
+    x = y[:500]
+    D, I = search_module.search(x, y, 4, "auto")  # noqa: E741
+    De, Ie = knn(x, y, 4, KnnOptions(precision="float32"))  # noqa: N806
+    assert recall_at_k(I, Ie) >= 0.98

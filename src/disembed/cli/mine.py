@@ -43,8 +43,9 @@ def add_input_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--chunk", type=positive_int, default=16384,
                    help="sentences per resumable chunk")
     g.add_argument("--backend", choices=BACKENDS, default="auto",
-                   help="k-NN backend. auto (default): exact up to 200k x 200k sentences, above "
-                        "it approx (faiss IVF, nprobe chosen for --recall); exact: always exact; "
+                   help="k-NN backend. auto (default): exact up to 200k x 200k sentences; above, "
+                        "both paths are timed on a sample and the cheaper runs (approx: faiss "
+                        "IVF, nprobe chosen for --recall); exact: always exact; "
                         "approx-pq: IVF-PQ codes (less memory), re-scored exactly")
     g.add_argument("--recall", type=unit_interval, default=0.98,
                    help="approx backends: recall@k of the neighbour lists against exact search, "

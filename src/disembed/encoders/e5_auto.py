@@ -11,8 +11,9 @@ torch bfloat16         389-441 (3.7-5.4x C)             ~1/4 of float32 (emulate
 =====================  ==============================  =================================
 
 Parity bar (against the C engine): median cosine >= 0.9999, minimum >= 0.9998 (asserted
-by the default tests) and downstream scores within 0.005. float32 gives median 0.99992, bfloat16 0.9999 (both measured on 2,000 sentences
-in 16 languages); downstream differences 0.0002-0.0005 (float32).
+by the default tests) and downstream scores within 0.005. float32 gives median 0.99992,
+bfloat16 0.9999 (both measured on 2,000 sentences in 16 languages); downstream
+differences 0.0002-0.0005 (float32).
 
 So the choice is made by the hardware probe: torch bfloat16 where bfloat16 products
 measure faster than float32 (:attr:`~disembed.hardware.Capabilities.bf16_faster`),

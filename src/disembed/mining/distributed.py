@@ -11,7 +11,8 @@ Steps (each a task; the driver holds only k-NN lists and candidates):
    the encoder, the view and the row range: a shard already there is reused (the run
    resumes by shard), a changed input gets new shards.
 3. Search, by the backend :func:`~disembed.retrieval.search.resolve_backend` picks for
-   ``n x m`` (``auto``: exact up to 200k x 200k, approximate above):
+   ``n x m`` (``auto``: exact up to 200k x 200k, approximate above; on a cluster this is
+   not measured per run as on one machine, :mod:`~disembed.retrieval.auto`):
 
    * exact: ``knn_pair`` for every (source shard, target shard) pair, both directions from
      one pass of products;
@@ -269,6 +270,10 @@ def mine_distributed(src, tgt, encoder_spec: str, *, run_dir: str | Path,
         n, m = len(cols[0]), len(cols[1])
         k = min(cfg.k, n, m)
         backend = resolve_backend(cfg.backend, n, m)
+        if backend == "auto":  # not measured per run on a cluster (single machine: .auto)
+            logger.info("backend auto on a cluster: %d x %d is above the exact size, "
+                        "searching approximately", n, m)
+            backend = "approx"
         rows = (_shards(n, shard_rows), _shards(m, shard_rows))
         if backend in ("approx", "approx-pq"):
             lists = _approximate_lists(job, paths, rows, k, backend, cfg.backend_options)

@@ -26,7 +26,7 @@ from ..data.languages import normalize_language
 from ..encoders import Encoder
 from ..exceptions import ConfigError, DataError
 from ..retrieval.margin import MARGINS, MODES, Margin, Mode, candidates, check_choice, select
-from ..retrieval.search import check_backend, resolve_backend, search, search_both
+from ..retrieval.search import check_backend, search, search_both_using
 from ..util.files import atomic_write_bytes
 from ..util.locks import folder_lock
 from .collection import Collection, Format
@@ -47,7 +47,8 @@ class MineConfig:
         threshold: keep pairs scoring at least this (``None``: no threshold).
         top: keep at most this many pairs (``None``: all).
         backend: ``auto`` (exact up to :data:`~disembed.retrieval.search.EXACT_UP_TO`
-            products, ``approx`` above), ``exact`` (bfloat16 where faster, exact either way),
+            products; above, whichever of exact and ``approx`` is measured cheaper,
+            :mod:`~disembed.retrieval.auto`), ``exact`` (bfloat16 where faster, exact either way),
             ``exact-fp32``, ``exact-bf16``, ``approx`` / ``approx-pq`` (faiss IVF / IVF-PQ,
             nprobe chosen for ``backend_options["recall"]``, default 0.98), ``faiss-flat``,
             ``faiss-ivf`` or ``faiss-hnsw`` (hand-set parameters).
@@ -114,8 +115,7 @@ def mine_embeddings(x: np.ndarray, y: np.ndarray, config: MineConfig | None = No
         logger.warning("k=%d but the smaller side has %d sentences: k=%d neighbours are used",
                        cfg.k, min(len(x), len(y)), k)
     t0 = time.perf_counter()
-    backend = resolve_backend(cfg.backend, len(x), len(y))
-    lists = search_both(x, y, k, backend, **cfg.backend_options)
+    lists, backend = search_both_using(x, y, k, cfg.backend, **cfg.backend_options)
     t1 = time.perf_counter()
     score, src, tgt = candidates(*lists, mode=cfg.mode, kind=cfg.margin)
     keep = select(score, threshold=cfg.threshold, top=cfg.top)

@@ -104,6 +104,11 @@ class Calibration:
     target: float
     curve: dict[int, float] = field(default_factory=dict)
     queries: int = 0
+    #: seconds to search the sampled queries exactly (the library's exact path, as ``exact``
+    #: runs it here) and through the index at the chosen ``nprobe``: the two measured rates
+    #: that ``auto`` compares (:mod:`.auto`)
+    exact_seconds: float = float("nan")
+    approx_seconds: float = float("nan")
 
 
 def _sample_rows(n: int, size: int, seed: int) -> np.ndarray:
@@ -228,36 +233,46 @@ def choose_nprobe_sharded(shards: list[tuple], queries: np.ndarray, k: int,
         return Calibration(options.nprobe, float("nan"), options.recall)
     rows = _sample_rows(len(queries), options.sample, options.seed + 1)
     sample = np.ascontiguousarray(queries[rows], dtype=np.float32)
-    exact_opt = KnnOptions(precision="float32")
+    # the library's exact path (bfloat16 products where measured faster, certified equal to
+    # float32 brute force): the reference lists, and the exact rate that ``auto`` weighs
+    exact_opt = KnnOptions()
     exact_parts = []
+    t0 = time.perf_counter()
     for _, db, offset in shards:
         D, I = knn(sample, db, min(k, len(db)), exact_opt)  # noqa: E741
         exact_parts.append((D, I + offset))
+    exact_seconds = time.perf_counter() - t0
     D = np.concatenate([p[0] for p in exact_parts], axis=1)
     order = np.argsort(-D, axis=1, kind="stable")[:, :k]
     exact = np.take_along_axis(np.concatenate([p[1] for p in exact_parts], axis=1), order, 1)
     nlist = shards[0][0].nlist
     curve: dict[int, float] = {}
+    seconds: dict[int, float] = {}
+
+    def measure(p: int) -> float:
+        t = time.perf_counter()
+        _, found = search_shards(shards, sample, k, p, options)
+        seconds[p] = time.perf_counter() - t
+        curve[p] = recall_at_k(found, exact)
+        return curve[p]
+
     nprobe = 1
-    while True:
-        _, found = search_shards(shards, sample, k, nprobe, options)
-        curve[nprobe] = recall_at_k(found, exact)
-        if curve[nprobe] >= options.recall or nprobe >= nlist:
-            break
+    while measure(nprobe) < options.recall and nprobe < nlist:
         nprobe = min(2 * nprobe, nlist)
     if curve[nprobe] >= options.recall and nprobe > 1:  # bisect down to 1/16 of the step
         lo, hi = nprobe // 2, nprobe
         while hi - lo > max(1, hi // 16):
             mid = (lo + hi) // 2
-            _, found = search_shards(shards, sample, k, mid, options)
-            curve[mid] = recall_at_k(found, exact)
-            lo, hi = (lo, mid) if curve[mid] >= options.recall else (mid, hi)
+            lo, hi = (lo, mid) if measure(mid) >= options.recall else (mid, hi)
         nprobe = hi
     curve = dict(sorted(curve.items()))
-    cal = Calibration(nprobe, curve[nprobe], options.recall, curve, len(rows))
+    cal = Calibration(nprobe, curve[nprobe], options.recall, curve, len(rows),
+                      exact_seconds=exact_seconds, approx_seconds=seconds[nprobe])
     logger.info("nprobe=%d of %d cells: recall@%d %.4f on %d sampled queries (target %.3f; "
-                "curve %s)", nprobe, nlist, k, cal.recall, len(rows), options.recall,
-                ", ".join(f"{p}:{r:.3f}" for p, r in curve.items()))
+                "curve %s); the sample searched in %.2fs at that nprobe, %.2fs exactly",
+                nprobe, nlist, k, cal.recall, len(rows), options.recall,
+                ", ".join(f"{p}:{r:.3f}" for p, r in curve.items()), cal.approx_seconds,
+                cal.exact_seconds)
     if cal.recall < options.recall:
         logger.warning("recall target %.3f not reached even with every cell (%.4f): the "
                        "index's quantisation limits it; use index='ivf' or more pq_bytes",

@@ -1,6 +1,7 @@
 """One entry point over the k-NN backends: ``exact`` (ours), ``approx`` / ``approx-pq``
 (faiss IVF with ``nprobe`` chosen by a measured recall target, :mod:`.approximate`),
-``auto`` (exact below :data:`EXACT_UP_TO` products, approximate above) and
+``auto`` (exact below :data:`EXACT_UP_TO` products; above, whichever of the two is
+projected cheaper from rates measured on a sample, :mod:`.auto`) and
 ``faiss-{flat,ivf,hnsw}`` (faiss with hand-set parameters).
 
 ``exact`` multiplies in bfloat16 where the hardware probe measures it faster (with
@@ -24,8 +25,9 @@ logger = logging.getLogger(__name__)
 BACKENDS = ("exact", "exact-fp32", "exact-bf16", "auto", "approx", "approx-pq", "faiss-flat",
             "faiss-ivf", "faiss-hnsw")
 APPROXIMATE = {"approx": "ivf", "approx-pq": "ivfpq"}
-# ``auto`` searches exactly while n x m stays at or below this many products; above it the
-# approximate path is cheaper (docs/mining.md: where the two cross on this machine).
+# ``auto`` searches exactly while n x m stays at or below this many products (building and
+# calibrating an index costs more than the exact search there: BUCC, docs/mining.md); above
+# it, the two paths' rates are measured on a sample and the cheaper one runs (:mod:`.auto`)
 EXACT_UP_TO = 200_000 * 200_000
 _PRECISION = {"exact": "auto", "exact-fp32": "float32", "exact-bf16": "bfloat16"}
 
@@ -47,17 +49,19 @@ def _approximate_options(backend: str, **options):
 
 
 def resolve_backend(backend: str, n: int, m: int) -> str:
-    """``auto`` -> ``exact`` for ``n x m <= EXACT_UP_TO``, else ``approx``; others unchanged."""
+    """``auto`` -> ``exact`` for ``n x m <= EXACT_UP_TO`` (or without faiss); above it stays
+    ``auto``: :func:`search_both` then measures which path is cheaper. Others unchanged."""
     check_backend(backend)
     if backend != "auto":
         return backend
-    chosen = "exact" if n * m <= EXACT_UP_TO else "approx"
-    if chosen == "approx" and importlib.util.find_spec("faiss") is None:
-        logger.warning("%d x %d would search faster approximately, but faiss is not installed "
+    if n * m <= EXACT_UP_TO:
+        logger.info("backend auto: exact for %d x %d (at most %d products)", n, m, EXACT_UP_TO)
+        return "exact"
+    if importlib.util.find_spec("faiss") is None:
+        logger.warning("%d x %d might search faster approximately, but faiss is not installed "
                        "(pip install 'disembed[faiss]'): searching exactly", n, m)
-        chosen = "exact"
-    logger.info("backend auto: %s for %d x %d", chosen, n, m)
-    return chosen
+        return "exact"
+    return "auto"
 
 
 def _split_options(backend: str, options: dict) -> dict:
@@ -79,6 +83,12 @@ def search(queries: np.ndarray, database: np.ndarray, k: int = 4, backend: str =
            **options) -> tuple[np.ndarray, np.ndarray]:
     """k-NN by inner product: ``D (nq, k) float32``, ``I (nq, k) int64``."""
     backend = resolve_backend(backend, len(queries), len(database))
+    if backend == "auto":
+        from .auto import measured_one
+
+        return measured_one(queries, database, k, _approximate_options("approx", **options),
+                            lambda q, d, kk: knn(q, d, kk, _exact_options(
+                                "exact", **_split_options("exact", options))))
     options = _split_options(backend, options)
     if backend in APPROXIMATE:
         from .approximate import approximate_knn
@@ -100,9 +110,22 @@ def search_both(x: np.ndarray, y: np.ndarray, k: int = 4, backend: str = "exact"
     Similarities are recomputed pair by pair (:func:`~.knn.canonical_lists`), so they do
     not depend on how the search was blocked or sharded.
     """
+    return search_both_using(x, y, k, backend, **options)[0]
+
+
+def search_both_using(x: np.ndarray, y: np.ndarray, k: int = 4, backend: str = "exact",
+                      **options) -> tuple[tuple[np.ndarray, ...], str]:
+    """:func:`search_both` and the backend that ran (what ``auto`` chose)."""
     backend = resolve_backend(backend, len(x), len(y))
-    options = _split_options(backend, options)
     t0 = time.perf_counter()
+    if backend == "auto":
+        from .auto import measured_both
+
+        exact_opt = _exact_options("exact", **_split_options("exact", options))
+        out, backend = measured_both(x, y, k, _approximate_options("approx", **options),
+                                     lambda a, b, kk: knn_both(a, b, kk, exact_opt))
+        return _canonical(x, y, out, backend, k, t0), backend
+    options = _split_options(backend, options)
     if backend in APPROXIMATE:
         from .approximate import approximate_both
 
@@ -114,6 +137,10 @@ def search_both(x: np.ndarray, y: np.ndarray, k: int = 4, backend: str = "exact"
         out = (*faiss_knn(x, y, k, opt), *faiss_knn(y, x, k, opt))
     else:
         out = knn_both(x, y, k, _exact_options(backend, **options))
+    return _canonical(x, y, out, backend, k, t0), backend
+
+
+def _canonical(x, y, out, backend: str, k: int, t0: float) -> tuple[np.ndarray, ...]:
     out = (*canonical_lists(x, y, out[0], out[1]), *canonical_lists(y, x, out[2], out[3]))
     logger.info("k-NN %s: %d x %d, k=%d in %.1fs", backend, len(x), len(y), k,
                 time.perf_counter() - t0)

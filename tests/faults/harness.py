@@ -24,6 +24,8 @@ from typing import Sequence
 
 import numpy as np
 
+from disembed.hardware.threads import configure_threads
+
 TMP_MARK = ".tmp-"
 
 
@@ -148,6 +150,11 @@ def _child(argv, out, err, counter, env, kill_at, fsize_limit) -> None:  # pragm
             os.close(target)
         sys.stdout = open(1, "w", buffering=1, closefd=False)  # not the test runner's capture
         sys.stderr = open(2, "w", buffering=1, closefd=False)
+        # One thread in the child: the parent's OpenMP pool does not survive fork(), so the
+        # child's first parallel region with more threads waits forever for workers that
+        # exist only in the parent (a slow-suite run hung here after the e5 tests had
+        # started torch's two-thread pool). Set before anything in the child multiplies.
+        configure_threads(1)
         os.environ.update(env)
         os.environ["DISEMBED_PROGRESS"] = "0"
         if fsize_limit is not None:

@@ -11,9 +11,11 @@ terms with negatives average only over rows that have one (``neg_s``/``neg_t``).
 Some terms need more than the two parts: the batch's language ids (``s_lang``,
 ``t_lang``), a language classifier's logits on ``s_L``/``t_L`` (``s_lid``, ``t_lid``,
 DREAM) or a discriminator's logits on ``s_M``/``t_M`` (``s_adv``, ``t_adv``, MEAT).
-Those views are optional: a term declares the ones it reads where it is defined
-(``@term(needs=...)``), the recipe derives what to compute from its terms
-(:func:`needs_of`), and a term that meets a missing view raises ``ConfigError``.
+Those views are optional: a term declares the ones it reads in the table :data:`TERMS`
+at the end of this module, the recipe derives what to compute from its terms
+(:func:`needs_of`), and a term that meets a missing view raises ``ConfigError``. (Terms
+are plain functions listed in that table rather than decorated where they are defined: a
+decorated function is invisible to the mutation tests, ``benchmarks/mutation_testing.py``.)
 """
 
 from __future__ import annotations
@@ -171,20 +173,16 @@ class Term:
     needs: frozenset[str] = frozenset()
 
 
-#: Every constraint term, by name (filled by :func:`term`).
-TERMS: dict[str, Term] = {}
-
-
-def term(needs: Iterable[str] = ()) -> Callable[[TermFn], TermFn]:
-    """Register the decorated function as a :class:`Term` named after it."""
-
-    def register(fn: TermFn) -> TermFn:
-        if fn.__name__ in TERMS:
+def term_table(*entries: TermFn | tuple[TermFn, Iterable[str]]) -> dict[str, Term]:
+    """``{name: Term}`` from functions (named after themselves), or ``(function, needs)``
+    for a term that reads optional views; a name given twice is an error."""
+    table: dict[str, Term] = {}
+    for entry in entries:
+        fn, needs = entry if isinstance(entry, tuple) else (entry, ())
+        if fn.__name__ in table:
             raise ConfigError(f"constraint term {fn.__name__!r} is defined twice")
-        TERMS[fn.__name__] = Term(fn.__name__, fn, frozenset(needs))
-        return fn
-
-    return register
+        table[fn.__name__] = Term(fn.__name__, fn, frozenset(needs))
+    return table
 
 
 def needs_of(weights: Iterable[str]) -> set[str]:
@@ -192,77 +190,65 @@ def needs_of(weights: Iterable[str]) -> set[str]:
     return {need for name in weights for need in TERMS[name].needs}
 
 
-@term()
 def translation_meaning_pull(v: BatchViews) -> torch.Tensor:
     """``1 - cos(s_M, t_M)``: meanings of a translation pair agree."""
     return (1 - v.cos("s_M", "t_M")).mean()
 
 
-@term()
 def negative_meaning_push(v: BatchViews) -> torch.Tensor:
     """``max(0, cos(s_M, s'_M)) + max(0, cos(t_M, t'_M))``: other sentences, other meanings."""
     return (masked_mean(F.relu(v.cos("s_M", "sn_M")), v.neg_s)
             + masked_mean(F.relu(v.cos("t_M", "tn_M")), v.neg_t))
 
 
-@term()
 def language_pull(v: BatchViews) -> torch.Tensor:
     """``(1 - cos(s_L, s'_L)) + (1 - cos(t_L, t'_L))``: one language, one language part."""
     return (masked_mean(1 - v.cos("s_L", "sn_L"), v.neg_s)
             + masked_mean(1 - v.cos("t_L", "tn_L"), v.neg_t))
 
 
-@term()
 def orthogonality(v: BatchViews) -> torch.Tensor:
     """``max(0, cos(s_M, s_L)) + max(0, cos(t_M, t_L))``: meaning and language separate."""
     return F.relu(v.cos("s_M", "s_L")).mean() + F.relu(v.cos("t_M", "t_L")).mean()
 
 
-@term()
 def cross_reconstruction_language(v: BatchViews) -> torch.Tensor:
     """``2 - cos(s, s_M + s'_L) - cos(t, t_M + t'_L)``: any same-language L rebuilds e."""
     return (masked_mean(1 - v.cos("s", "s_M+sn_L"), v.neg_s)
             + masked_mean(1 - v.cos("t", "t_M+tn_L"), v.neg_t))
 
 
-@term()
 def cross_reconstruction_translation(v: BatchViews) -> torch.Tensor:
     """``2 - cos(s, t_M + s_L) - cos(t, s_M + t_L)``: the translation's M rebuilds e."""
     return (1 - v.cos("s", "t_M+s_L")).mean() + (1 - v.cos("t", "s_M+t_L")).mean()
 
 
-@term()
 def reconstruction_mse(v: BatchViews) -> torch.Tensor:
     """``mse(s_M + s_L, s) + mse(t_M + t_L, t)`` (mean over rows and dimensions; DREAM's L_R)."""
     return (F.mse_loss(v.s_M + v.s_L, v.s) + F.mse_loss(v.t_M + v.t_L, v.t))
 
 
-@term()
 def reconstruction_cos(v: BatchViews) -> torch.Tensor:
     """``2 - cos(s, s_M + s_L) - cos(t, t_M + t_L)`` (MEAT's reconstruction)."""
     return (1 - v.cos("s", "s_M+s_L")).mean() + (1 - v.cos("t", "t_M+t_L")).mean()
 
 
-@term()
 def language_push_translation(v: BatchViews) -> torch.Tensor:
     """``max(0, cos(s_L, t_L))``: the two languages of a pair get different language parts."""
     return F.relu(v.cos("s_L", "t_L")).mean()
 
 
-@term()
 def orthogonality_abs(v: BatchViews) -> torch.Tensor:
     """``|cos(s_M, s_L)| + |cos(t_M, t_L)|`` (ORACLE's official ``oracle_old`` variant)."""
     return v.cos("s_M", "s_L").abs().mean() + v.cos("t_M", "t_L").abs().mean()
 
 
-@term(needs=("lid", "lang"))
 def language_identification(v: BatchViews) -> torch.Tensor:
     """``CE(lid(s_L), lang(s)) + CE(lid(t_L), lang(t))``: the language part names its language."""
     s_lid, t_lid, s_lang, t_lang = v.need("s_lid", "t_lid", "s_lang", "t_lang")
     return F.cross_entropy(s_lid, s_lang) + F.cross_entropy(t_lid, t_lang)
 
 
-@term(needs=("adv",))
 def adversarial_uniform(v: BatchViews) -> torch.Tensor:
     """``CE(D(s_M), uniform) + CE(D(t_M), uniform)``: the discriminator ``D`` cannot tell the
     language from the meaning part (MEAT's generator side; ``D`` is trained apart)."""
@@ -281,7 +267,6 @@ def _same_language_mean(c: torch.Tensor, lang: torch.Tensor) -> torch.Tensor:
     return ((1 - c) * mask).sum() / mask.sum().clamp_min(1.0)
 
 
-@term(needs=("lang",))
 def language_cluster(v: BatchViews) -> torch.Tensor:
     """ORACLE's L_IC, per language: ``mean_{i!=j, lang(s_i)=lang(s_j)} (1 - cos(s_L^i, s_L^j))``
     plus the same over ``t``: every pair of same-language rows in the batch, masked."""
@@ -290,11 +275,20 @@ def language_cluster(v: BatchViews) -> torch.Tensor:
             + _same_language_mean(_pairwise_cos(v.unit("t_L")), t_lang))
 
 
-@term()
 def language_cluster_batch(v: BatchViews) -> torch.Tensor:
     """ORACLE's official L_IC: ``mean_{i,j} (2 - cos(s_L^i, s_L^j) - cos(t_L^i, t_L^j))`` over
     all ``B x B`` pairs (diagonal included), whatever their languages."""
     return (2 - _pairwise_cos(v.unit("s_L")) - _pairwise_cos(v.unit("t_L"))).mean()
+
+
+#: Every constraint term, by name, with the optional views it reads.
+TERMS: dict[str, Term] = term_table(
+    translation_meaning_pull, negative_meaning_push, language_pull, orthogonality,
+    cross_reconstruction_language, cross_reconstruction_translation, reconstruction_mse,
+    reconstruction_cos, language_push_translation, orthogonality_abs,
+    (language_identification, ("lid", "lang")), (adversarial_uniform, ("adv",)),
+    (language_cluster, ("lang",)), language_cluster_batch,
+)
 
 
 def check_weights(weights: Mapping[str, float]) -> dict[str, float]:

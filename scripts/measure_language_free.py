@@ -3,7 +3,9 @@ identifier (chosen on held-out training pairs, no test set), its accuracy per Ta
 language, gold-tag vs no-tag scores of the default recipe and mean-centering (paired
 bootstrap over items), unseen Tatoeba-14 languages inductively (fallbacks and a calibration
 on a disjoint half; the transductive figure only as a labelled extra), and the calibration
-curve. Writes ``OUT/language_free.json`` and ``OUT/language_free.md``.
+curve (n = 10 ... 1000; sentences from Tatoeba outside the evaluated items, and from the
+Tatoeba-Challenge files, never a test sentence). Writes ``OUT/language_free.json`` and,
+for the Tatoeba-Challenge curve, ``OUT/calibration_curve.md``.
 
     python scripts/measure_language_free.py --out runs/langfree
 """
@@ -19,6 +21,9 @@ from pathlib import Path
 import numpy as np
 
 from disembed.analysis.significance import compare_scores
+from disembed.data.io import read_tsv
+from disembed.data.languages import to_iso3
+from disembed.data.paths import resolve_data_dir
 from disembed.encoders import load_encoder
 from disembed.encoders.base import supported_languages
 from disembed.encoders.cached import cached
@@ -108,48 +113,104 @@ def _per_subset(gold, none) -> dict[str, list[float]]:
     return out
 
 
-def unseen_inductive(models, enc, languages, max_items, curve_langs, curve_pool):
+def unseen_inductive(models, enc, languages, max_items, curve_langs, curve_pool,
+                     challenge_langs=()):
     """Unseen languages: the evaluated 300 items split in halves A/B (seeded); scores on B.
-    Calibration on A's sentences (disjoint from B); transductive: calibrated on B itself."""
+    Calibration on A's sentences (disjoint from B); transductive: calibrated on B itself.
+    Curves: ``calibrate`` on the first n of a pool, scored on B; pool "tatoeba" = Tatoeba
+    items outside the evaluated ones (``curve_langs``), "challenge" = Tatoeba-Challenge
+    sentences (``challenge_langs``, see :func:`challenge_pool`)."""
     (task,) = build_tasks(["tatoeba"], EvalOptions(max_items=None,
                                                    tatoeba_languages=tuple(languages)),
                           supported=supported_languages(enc))
-    rows, curve = {}, {}
-    for subset in task.load_subsets():
-        lang = subset.lang_a
-        full = subset
-        sub = _take(task, subset, max_items)
+    rows, curves, pool_info = {}, {"tatoeba": {}, "challenge": {}}, {}
+    for full in task.load_subsets():
+        lang = full.lang_a
+        sub = _take(task, full, max_items)
         Ea, Eb = enc.encode(sub.texts_a), enc.encode(sub.texts_b)
         half = np.random.default_rng([0, len(sub)]).permutation(len(sub))
         A, B = half[: len(sub) // 2], half[len(sub) // 2 :]
-        row = {"n_eval": len(B), "raw": retrieval(Ea[B], Eb[B])}
-        for label, model in models.items():
-            en = model.meaning(Eb[B], "en")
-            near = copy.deepcopy(model)
-            near.unknown_language = "nearest"
-            row[f"{label} gold-tag, default ({model.unknown_policy})"] = retrieval(
-                model.meaning(Ea[B], lang), en)
-            row[f"{label} no tag, default ({model.unknown_policy})"] = retrieval(
-                model.meaning(Ea[B]), en)
-            row[f"{label} gold-tag, nearest language"] = retrieval(near.meaning(Ea[B], lang), en)
-            row[f"{label} no tag, nearest language"] = retrieval(near.meaning(Ea[B]), en)
-            cal = copy.deepcopy(model).calibrate(Ea[A], lang)
-            row[f"{label} calibrated (half A)"] = retrieval(cal.meaning(Ea[B], lang), en)
-            row[f"{label} calibrated, no tag"] = retrieval(cal.meaning(Ea[B]), en)
-            trans = copy.deepcopy(model).calibrate(Ea[B], lang)
-            row[f"{label} transductive (B's own mean)"] = retrieval(trans.meaning(Ea[B], lang),
-                                                                    en)
-            if lang in curve_langs:
-                rest = np.setdiff1d(np.arange(len(full)), _chosen(task, full, max_items))
-                pool = enc.encode([full.texts_a[i] for i in rest[:curve_pool]])
-                for n in CURVE:
-                    if n <= len(pool):
-                        c = copy.deepcopy(model).calibrate(pool[:n], lang)
-                        curve.setdefault(label, {}).setdefault(lang, {})[n] = retrieval(
-                            c.meaning(Ea[B], lang), en)
-        rows[lang] = row
-        logger.info("%s: %s", lang, {k: round(v, 1) for k, v in row.items()})
-    return rows, curve
+        rows[lang] = _unseen_row(models, Ea, Eb, A, B, lang)
+        logger.info("%s: %s", lang, {k: round(v, 1) for k, v in rows[lang].items()})
+        pools = {}
+        if lang in curve_langs:
+            rest = np.setdiff1d(np.arange(len(full)), _chosen(task, full, max_items))
+            pools["tatoeba"] = enc.encode([full.texts_a[i] for i in rest[:curve_pool]])
+        if lang in challenge_langs:
+            texts, pool_info[lang] = challenge_pool(lang, full.texts_a)
+            pools["challenge"] = enc.encode(texts[: max(CURVE)])
+        for source, pool in pools.items():
+            for label, model in models.items():
+                curves[source].setdefault(label, {})[lang] = _curve(model, pool, Ea[B], Eb[B],
+                                                                    lang)
+    return rows, curves, pool_info
+
+
+def _unseen_row(models, Ea, Eb, A, B, lang) -> dict[str, float]:
+    """One unseen language's settings, scored on half B (see :func:`unseen_inductive`)."""
+    row = {"n_eval": len(B), "raw": retrieval(Ea[B], Eb[B])}
+    for label, model in models.items():
+        en = model.meaning(Eb[B], "en")
+        near = copy.deepcopy(model)
+        near.unknown_language = "nearest"
+        row[f"{label} gold-tag, default ({model.unknown_policy})"] = retrieval(
+            model.meaning(Ea[B], lang), en)
+        row[f"{label} no tag, default ({model.unknown_policy})"] = retrieval(
+            model.meaning(Ea[B]), en)
+        row[f"{label} gold-tag, nearest language"] = retrieval(near.meaning(Ea[B], lang), en)
+        row[f"{label} no tag, nearest language"] = retrieval(near.meaning(Ea[B]), en)
+        cal = copy.deepcopy(model).calibrate(Ea[A], lang)
+        row[f"{label} calibrated (half A)"] = retrieval(cal.meaning(Ea[B], lang), en)
+        row[f"{label} calibrated, no tag"] = retrieval(cal.meaning(Ea[B]), en)
+        trans = copy.deepcopy(model).calibrate(Ea[B], lang)
+        row[f"{label} transductive (B's own mean)"] = retrieval(trans.meaning(Ea[B], lang), en)
+    return row
+
+
+def _curve(model, pool, Ea_B, Eb_B, lang) -> dict[int, float]:
+    """n -> B's retrieval (gold tag) after ``calibrate`` on the pool's first n rows."""
+    en = model.meaning(Eb_B, "en")
+    return {n: retrieval(copy.deepcopy(model).calibrate(pool[:n], lang).meaning(Ea_B, lang), en)
+            for n in CURVE if n <= len(pool)}
+
+
+def _norm(text: str) -> str:
+    return " ".join(text.split()).casefold()
+
+
+def challenge_pool(lang, test_texts, seed=0) -> tuple[list[str], dict[str, int]]:
+    """The language's sentences of the Tatoeba-Challenge file (its non-English column), rows
+    with pair_in_laser_tatoeba_test == sent_in_laser_tatoeba_test == 0 only, less any
+    sentence among ``test_texts`` (the language's Tatoeba test sentences; compared with
+    whitespace collapsed and case folded), deduplicated, in a seeded order."""
+    code3 = to_iso3(lang)
+    flags = ["pair_in_laser_tatoeba_test", "sent_in_laser_tatoeba_test"]
+    path = (resolve_data_dir(None) / "parallel" / "tatoeba_challenge_v2021-08-07"
+            / f"en-{code3}.tsv")
+    rows, _ = read_tsv(path, [code3, *flags], required_nonempty=[code3], skip_bad=True)
+    kept = [r[code3] for r in rows if r[flags[0]] == "0" and r[flags[1]] == "0"]
+    test = {_norm(t) for t in test_texts}
+    pool = list(dict.fromkeys(t for t in kept if _norm(t) not in test))
+    order = np.random.default_rng([seed, len(pool)]).permutation(len(pool))
+    info = {"rows": len(rows), "flags_zero": len(kept),
+            "dropped_as_test": sum(_norm(t) in test for t in kept), "pool": len(pool)}
+    return [pool[i] for i in order], info
+
+
+def curve_table(report) -> str:
+    """Markdown: the Tatoeba-Challenge curve per recipe and language, with the mean, beside
+    raw and the uncalibrated (tagged, default fallback) figure."""
+    curve, unseen = report["curve"]["challenge"], report["unseen"]
+    lines = ["| recipe | language | " + " | ".join(f"n = {n}" for n in CURVE)
+             + " | uncalibrated (tag) | raw |", "|---|---|" + "---:|" * (len(CURVE) + 2)]
+    for label, per in curve.items():
+        key = next(k for k in unseen[next(iter(per))] if k.startswith(f"{label} gold-tag, d"))
+        cells = {lang: [per[lang].get(n, float("nan")) for n in CURVE]
+                 + [unseen[lang][key], unseen[lang]["raw"]] for lang in per}
+        cells["mean"] = list(np.mean(list(cells.values()), axis=0))
+        for lang, vals in cells.items():
+            lines.append(f"| {label} | {lang} | " + " | ".join(f"{v:.2f}" for v in vals) + " |")
+    return "\n".join(lines)
 
 
 def _chosen(task, subset, max_items):
@@ -173,6 +234,9 @@ def main() -> None:
     ap.add_argument("--lid-items", type=int, default=100)
     ap.add_argument("--curve-languages", default="ru,th")
     ap.add_argument("--curve-pool", type=int, default=300)
+    ap.add_argument("--challenge-languages", default="bg,el,hi,ru,vi",
+                    help="unseen languages whose calibration curve (n up to 1000) draws on "
+                    "the Tatoeba-Challenge file; '' for none")
     args = ap.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s",
                         datefmt="%H:%M:%S")
@@ -207,10 +271,13 @@ def main() -> None:
     trained = set(models["default"].known_languages())
     unseen = [x for x in ("ar", "bg", "de", "el", "es", "fr", "hi", "ru", "sw", "th", "tr",
                           "ur", "vi", "zh") if x not in trained]
-    report["unseen"], report["curve"] = unseen_inductive(
+    report["unseen"], report["curve"], report["curve_challenge_pool"] = unseen_inductive(
         models, enc, unseen, args.max_items, set(args.curve_languages.split(",")),
-        args.curve_pool)
+        args.curve_pool, set(filter(None, args.challenge_languages.split(","))))
     (out / "language_free.json").write_text(json.dumps(report, indent=2))
+    if report["curve"]["challenge"]:
+        (out / "calibration_curve.md").write_text(curve_table(report) + "\n")
+        print(curve_table(report))
     logger.info("wrote %s", out / "language_free.json")
 
 

@@ -88,17 +88,15 @@ def candidates(D_xy: np.ndarray, I_xy: np.ndarray, D_yx: np.ndarray, I_yx: np.nd
     _check_lists(D_xy, I_xy, D_yx, I_yx)
     mean_x, mean_y = neighbour_mean(D_xy), neighbour_mean(D_yx)
     fwd_s, fwd_t = _best_per_row(D_xy, I_xy, mean_x, mean_y, kind)
-    fwd_src = np.arange(len(D_xy), dtype=np.int64)
+    fwd_src = np.arange(len(D_xy))
     bwd_s, bwd_src = _best_per_row(D_yx, I_yx, mean_y, mean_x, kind)
-    bwd_tgt = np.arange(len(D_yx), dtype=np.int64)
+    bwd_tgt = np.arange(len(D_yx))
     if mode == "forward":
         return _sorted(fwd_s, fwd_src, fwd_t)
     if mode == "backward":
         return _sorted(bwd_s, bwd_src, bwd_tgt)
     if mode == "intersection":
-        back_of_tgt = np.full(len(D_yx), -1, dtype=np.int64)
-        back_of_tgt[bwd_tgt] = bwd_src
-        keep = back_of_tgt[fwd_t] == fwd_src
+        keep = bwd_src[fwd_t] == fwd_src  # the backward best source of each forward target
         return _sorted(fwd_s[keep], fwd_src[keep], fwd_t[keep])
     score, src, tgt = _sorted(np.concatenate([fwd_s, bwd_s]), np.concatenate([fwd_src, bwd_src]),
                               np.concatenate([fwd_t, bwd_tgt]))

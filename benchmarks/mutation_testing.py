@@ -65,7 +65,9 @@ STATUS = {1: "killed", 3: "killed", 0: "survived", 5: "no tests", 33: "no tests"
           34: "skipped", 35: "suspicious", 36: "timeout", 37: "caught by type check",
           24: "timeout", -24: "timeout", 152: "timeout", 255: "timeout", -11: "segfault",
           -9: "segfault", None: "not checked"}
-NOT_KILLED = ("survived", "no tests", "timeout", "suspicious", "segfault", "not checked")
+#: A mutant that makes a test hang past mutmut's limit (10 x the test's time + 20 s) is
+#: detected (counted apart as "timeout"); these are the statuses that need a test or a reason.
+NOT_KILLED = ("survived", "no tests", "suspicious", "segfault", "not checked")
 
 
 @dataclass
@@ -168,7 +170,7 @@ def not_killed(tree: Path, modules: list[str]) -> list[str]:
 
 def function_name(mangled: str) -> str:
     """``x_margin`` -> ``margin``; ``xǁBoundǁcertify`` -> ``Bound.certify``."""
-    name = mangled[1:] if mangled.startswith("xǁ") else mangled[2:]
+    name = mangled[2:]  # both prefixes are two characters
     return name.replace("ǁ", ".")
 
 
@@ -234,16 +236,17 @@ def attach_reasons(mutants: list[Mutant], entries: list[dict]) -> list[dict]:
 
 
 def summary_table(mutants: list[Mutant]) -> str:
-    rows = ["| module | mutants | killed | survived | no tests | timeout/other | "
-            "explained | unexplained |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    """One row per module: mutants, how each ended, and how many need a test or a reason."""
+    statuses = ("killed", "timeout", "survived", "no tests")
+    rows = ["| module | mutants | killed | timeout (detected) | survived | no tests | other | "
+            "explained | unexplained |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for module in sorted({m.module for m in mutants}):
         ms = [m for m in mutants if m.module == module]
-        count = {s: sum(m.status == s for m in ms) for s in ("killed", "survived", "no tests")}
+        count = [sum(m.status == s for m in ms) for s in statuses]
         left = [m for m in ms if m.status in NOT_KILLED]
-        rows.append(f"| {module} | {len(ms)} | {count['killed']} | {count['survived']} | "
-                    f"{count['no tests']} | {len(left) - count['survived'] - count['no tests']} | "
-                    f"{sum(m.reason is not None for m in left)} | "
-                    f"{sum(m.reason is None for m in left)} |")
+        explained = sum(m.reason is not None for m in left)
+        rows.append(f"| {module} | {len(ms)} | {' | '.join(map(str, count))} | "
+                    f"{len(ms) - sum(count)} | {explained} | {len(left) - explained} |")
     return "\n".join(rows)
 
 
@@ -254,7 +257,7 @@ def survivors_markdown(mutants: list[Mutant]) -> str:
             continue
         diff = "\n".join([f"- {x}" for x in m.removed] + [f"+ {x}" for x in m.added])
         reason = m.reason or "**no reason: kill it or explain it**"
-        out.append(f"**{m.module}.{m.function}** ({m.status}): {reason}\n\n"
+        out.append(f"**{m.module}.{m.function}** ({m.status}, `{m.key}`): {reason}\n\n"
                    f"```diff\n{diff}\n```\n")
     return "\n".join(out)
 

@@ -5,6 +5,7 @@ import pytest
 
 from disembed.exceptions import ConfigError, ShapeError
 from disembed.mining import KnnOptions, brute_force_knn, knn, knn_both, normalize_rows, search
+from disembed.retrieval.knn import canonical_lists
 
 
 def unit(n, d, seed):
@@ -95,3 +96,12 @@ def test_every_exact_backend_is_exact(backend):
     x, y = unit(150, 12, 10), unit(260, 12, 11)
     D, I = search(x, y, 5, backend, block_rows=40, block_cols=64)  # noqa: E741
     assert_same_neighbours(D, I, *brute_force_knn(x, y, 5))
+
+
+def test_canonical_lists_of_empty_lists_are_empty():
+    """k = 0, which the old `if idx.size` guard before the sort meant to serve: the reshape of
+    the gathered rows to (rows, 0, d) needs d spelled out (-1 cannot be inferred from zero
+    elements, so it raised before reaching the guard)."""
+    q = np.ones((3, 2), np.float32)
+    D, I = canonical_lists(q, q, np.zeros((3, 0), np.float32), np.zeros((3, 0), np.int64))  # noqa: E741
+    assert D.shape == I.shape == (3, 0) and D.dtype == np.float32

@@ -231,7 +231,7 @@ def canonical_lists(queries: np.ndarray, database: np.ndarray, D: np.ndarray, I:
         q = np.asarray(queries[r0 : r0 + len(idx)], dtype=np.float64)
         valid = idx >= 0
         db = np.asarray(database[np.where(valid, idx, 0).ravel()], dtype=np.float64)
-        dots = np.einsum("rkd,rd->rk", db.reshape(*idx.shape, -1), q).astype(np.float32)
+        dots = np.einsum("rkd,rd->rk", db.reshape(*idx.shape, q.shape[1]), q).astype(np.float32)
         dots[~valid] = -np.inf
         order = np.lexsort((idx, -dots), axis=1) if idx.size else idx
         out_D[r0 : r0 + len(idx)] = np.take_along_axis(dots, order, 1)

@@ -1,10 +1,16 @@
 """The exact block-wise k-NN and faiss backends against the numpy brute-force reference."""
 
+import logging
+import math
+import warnings
+
 import numpy as np
 import pytest
+import torch
 
 from disembed.exceptions import ConfigError, ShapeError
 from disembed.mining import KnnOptions, brute_force_knn, knn, knn_both, normalize_rows, search
+from disembed.retrieval.knn import canonical_lists
 
 
 def unit(n, d, seed):
@@ -95,3 +101,137 @@ def test_every_exact_backend_is_exact(backend):
     x, y = unit(150, 12, 10), unit(260, 12, 11)
     D, I = search(x, y, 5, backend, block_rows=40, block_cols=64)  # noqa: E741
     assert_same_neighbours(D, I, *brute_force_knn(x, y, 5))
+
+
+# ------------------------------------------------------------- contracts (issue 21.1)
+
+@pytest.mark.parametrize("k,expected", [(1, 17), (4, 20), (16, 32), (20, 40), (100, 200)])
+def test_bfloat16_keeps_max_of_2k_and_k_plus_16_candidates_by_default(k, expected):
+    assert KnnOptions().widened(k, "bfloat16") == expected
+    assert KnnOptions(candidates=3).widened(k, "bfloat16") == max(k, 3)  # never fewer than k
+    assert KnnOptions(candidates=3).widened(k, "float32") == k  # float32 keeps k: no re-scoring
+
+
+def test_k_defaults_to_4():
+    x, y = unit(9, 6, 12), unit(7, 6, 13)
+    assert [a.shape for a in knn(x, y)] == [(9, 4), (9, 4)]
+    assert [a.shape for a in knn_both(x, y)] == [(9, 4), (9, 4), (7, 4), (7, 4)]
+
+
+def test_errors_name_the_argument_and_its_shape():
+    x = unit(10, 8, 0)
+    not_2d = r"^{} must be a 2-d \(n, d\) matrix, got shape \(8,\)$"
+    with pytest.raises(ShapeError, match=not_2d.format("queries")):
+        knn(x[0], x, 2)
+    with pytest.raises(ShapeError, match=not_2d.format("database")):
+        knn(x, x[0], 2)
+    with pytest.raises(ShapeError, match="^database has 4 features, but the other side has 8$"):
+        knn(x, unit(3, 4, 1), 2)
+    with pytest.raises(ConfigError, match="^k must be between 1 and the query set size 3, got 5$"):
+        knn_both(unit(3, 8, 1), x, 5)
+
+
+@pytest.mark.parametrize("precision", ["float32", "bfloat16"])
+def test_big_endian_float32_gives_the_native_answer(precision):
+    """A '>f4' array (a .npy written on a big-endian machine) is float32 too; torch refuses
+    a non-native byte order, so every array handed to it is converted first."""
+    x, y = unit(40, 16, 20), unit(70, 16, 21)
+    options = KnnOptions(block_rows=16, block_cols=32, precision=precision)
+    D, I = knn(x.astype(">f4"), y.astype(">f4"), 4, options)  # noqa: E741
+    D_native, I_native = knn(x, y, 4, options)
+    np.testing.assert_array_equal(D, D_native)
+    np.testing.assert_array_equal(I, I_native)
+
+
+def test_read_only_memmaps_are_copied_before_torch_sees_them(tmp_path):
+    """torch wraps a read-only array only with a warning (a write through the tensor would be
+    undefined behaviour): blocks of a read-only memmap reach it as copies, silently."""
+    np.save(tmp_path / "x.npy", unit(50, 8, 22))
+    np.save(tmp_path / "y.npy", unit(60, 8, 23))
+    x, y = (np.load(tmp_path / f"{n}.npy", mmap_mode="r") for n in "xy")
+    always = torch.is_warn_always_enabled()
+    torch.set_warn_always(True)  # the warning is otherwise shown once per process
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            D, I = knn(x, y, 3, KnnOptions(block_rows=16, block_cols=16, precision="float32"))  # noqa: E741
+    finally:
+        torch.set_warn_always(always)
+    assert_same_neighbours(D, I, *brute_force_knn(x, y, 3))
+
+
+def test_the_progress_bar_counts_every_query_row_once_per_database_chunk(monkeypatch, capsys):
+    monkeypatch.delenv("DISEMBED_PROGRESS", raising=False)
+    log = logging.getLogger("disembed")
+    level = log.level
+    log.setLevel(logging.INFO)
+    try:  # 25 database rows in chunks of 10: three passes over the 30 queries
+        knn(unit(30, 8, 24), unit(25, 8, 25), 3,
+            KnnOptions(block_rows=7, chunk_rows=10, precision="float32"))
+    finally:
+        log.setLevel(level)
+    summary = capsys.readouterr().err.rstrip("\n").split("\n")[-1].split("\r")[-1]
+    assert summary.startswith("k-NN: 100%") and " 90/90 " in summary, summary
+    assert "row/s" in summary or "s/row" in summary, summary
+
+
+def _rounded_dots(q, db, pairs):
+    """float32 of each exact dot product (float32 products are exact in float64; fsum
+    rounds their sum once)."""
+    q64 = np.asarray(q, np.float64)
+    return np.array([[math.fsum(q64[i] * db[j]) for j in row] for i, row in enumerate(pairs)]
+                    ).astype(np.float32)
+
+
+def test_brute_force_rounds_exact_dot_products_once():
+    rng = np.random.default_rng(26)
+    x = rng.standard_normal((6, 256)).astype(np.float32)
+    y = rng.standard_normal((9, 256)).astype(np.float32)
+    D, I = brute_force_knn(x, y, 9)  # noqa: E741
+    exact = _rounded_dots(x, y, [range(9)] * 6)
+    order = [sorted(range(9), key=lambda j, i=i: (-exact[i, j], j)) for i in range(6)]
+    assert D.dtype == np.float32 and I.dtype == np.int64
+    np.testing.assert_array_equal(I, order)
+    np.testing.assert_array_equal(D, np.take_along_axis(exact, I, axis=1))
+
+
+def test_brute_force_breaks_ties_by_lower_index():
+    y = np.tile(np.array([[1, 0], [0, 1]], np.float32), (50, 1))  # scores 1, 0, 1, 0, ...
+    D, I = brute_force_knn(np.array([[1, 0]], np.float32), y, 10)  # noqa: E741
+    assert I.tolist() == [list(range(0, 20, 2))] and (D == 1).all()
+
+
+def test_canonical_lists_recompute_each_pair_and_sort_by_score_then_index():
+    rng = np.random.default_rng(27)
+    x = rng.standard_normal((5, 64)).astype(np.float32)
+    y = rng.standard_normal((12, 64)).astype(np.float32)
+    I_in = np.stack([rng.permutation(12)[:6] for _ in range(5)])  # any order
+    I_before = I_in.copy()
+    D, I = canonical_lists(x, y, np.zeros((5, 6)), I_in, block=2)  # noqa: E741
+    exact = _rounded_dots(x, y, I_in)
+    want = [sorted(zip(-exact[i], I_in[i], strict=True)) for i in range(5)]
+    assert D.dtype == np.float32 and D.shape == I.shape == (5, 6)
+    np.testing.assert_array_equal(I, [[j for _, j in row] for row in want])
+    np.testing.assert_array_equal(D, [[-v for v, _ in row] for row in want])
+    np.testing.assert_array_equal(I_in, I_before)  # the caller's lists are not touched
+
+
+def test_canonical_lists_order_float32_ties_by_index_and_put_missing_entries_last():
+    """Row 1 scores 2^-30 higher than row 0 in float64, but both round to 1.0 in float32: the
+    reported scores tie, so the lower index comes first. ``-1`` (a list shorter than k, as
+    faiss returns from a database smaller than k) gets -inf, even with a one-row database."""
+    q = np.array([[1, 1]], np.float32)
+    db = np.array([[1, 0], [1, 2.0**-30]], np.float32)
+    D, I = canonical_lists(q, db, np.zeros((1, 3), np.float32), np.array([[1, -1, 0]]))  # noqa: E741
+    assert I.tolist() == [[0, 1, -1]] and D.tolist() == [[1.0, 1.0, -np.inf]]
+    D, I = canonical_lists(q, db[:1], np.zeros((1, 3), np.float32), np.array([[-1, 0, -1]]))  # noqa: E741
+    assert I.tolist() == [[0, -1, -1]] and D.tolist() == [[1.0, -np.inf, -np.inf]]
+
+
+def test_canonical_lists_of_empty_lists_are_empty():
+    """k = 0, which the old `if idx.size` guard before the sort meant to serve: the reshape of
+    the gathered rows to (rows, 0, d) needs d spelled out (-1 cannot be inferred from zero
+    elements, so it raised before reaching the guard)."""
+    q = np.ones((3, 2), np.float32)
+    D, I = canonical_lists(q, q, np.zeros((3, 0), np.float32), np.zeros((3, 0), np.int64))  # noqa: E741
+    assert D.shape == I.shape == (3, 0) and D.dtype == np.float32

@@ -125,3 +125,57 @@ def test_certificate_uses_the_largest_database_row():
     small = 0.01 * 1.0 + gamma(8) * 2.0
     ok = certified(np.array([0.5 * (small + full), 1.01 * full]), np.zeros(2), q, db, 8)
     assert ok.tolist() == [False, True]
+
+
+def test_gamma_is_d_u_over_1_minus_d_u():
+    """Higham's gamma_d = d u / (1 - d u), u = 2^-24, at two values of d u worked by hand."""
+    assert gamma(2**23) == 1.0  # (1/2) / (1/2)
+    assert gamma(2**22) == 1 / 3  # (1/4) / (3/4)
+
+
+def test_certificate_holds_at_equality():
+    """``kth >= m + delta`` (module docstring): a k-th value exactly at the bound is certified
+    (a row left out can at most tie it), one float64 step below is not. Exact inputs, so
+    delta = 2^-7 |m| = 2^-8 (the 1e-30 vanishes beside 0.5)."""
+    q = _stats([0.0], [0.0], [0.0])
+    db = _stats([0.0] * 2, [1.0] * 2, [1.0] * 2)
+    at = 0.5 + 2.0**-8
+    ok = certified(np.array([at, np.nextafter(at, 0)]), np.array([0.5, 0.5]), q, db, 8)
+    assert ok.tolist() == [True, False]
+
+
+def test_certificate_bound_is_the_documented_delta():
+    """Rows of different sizes and rounding errors, m of both signs: the bound sits at delta
+    written out as in the module docstring (norm and error maxima over the database)."""
+    q = _stats([0.01, 0.002], [2.0, 0.5], [2.01, 0.49])
+    db = _stats([0.003, 0.02, 0.0], [1.0, 4.0, 0.5], [1.01, 3.98, 0.5])
+    d, m = 384, np.array([0.3, -0.7])
+    g = d * 2.0**-24 / (1 - d * 2.0**-24)
+    delta = (2.0**-7 * np.abs(m) + q.err * 4.0 + q.norm_bf * 0.02
+             + g * (q.norm_bf * 3.98 + q.norm * 4.0) + 1e-30)
+    step = 1e-9 * np.abs(m + delta)
+    assert certified(m + delta + step, m, q, db, d).tolist() == [True, True]
+    assert certified(m + delta - step, m, q, db, d).tolist() == [False, False]
+
+
+def test_certificate_keeps_an_absolute_margin_near_underflow():
+    """Rows of size 1e-20: their float32 products (1e-40) are subnormal, where the relative
+    bounds do not hold. The relative terms (about 1e-44) would certify a gap of 1e-31; the
+    absolute 1e-30 in delta does not, a gap of 2e-30 passes."""
+    q = _stats([0.0] * 2, [1e-20] * 2, [1e-20] * 2)
+    db = _stats([0.0], [1e-20], [1e-20])
+    ok = certified(np.array([1e-31, 2e-30]), np.zeros(2), q, db, 384)
+    assert ok.tolist() == [False, True]
+
+
+def test_rounding_stats_are_those_of_the_float32_rows():
+    """The search sees float32 rows, so a float64 or big-endian matrix has the statistics of
+    its float32 rounding: ||x~ - x||, ||x||, ||x~|| with x~ = bfloat16(x), in blocks or not."""
+    x64 = np.random.default_rng(4).standard_normal((5, 7)) * [[1e-3], [1], [10], [1], [1e3]]
+    x32 = x64.astype(np.float32)
+    x, x_bf = x32.astype(np.float64), torch.from_numpy(x32).bfloat16().double().numpy()
+    want = [np.linalg.norm(x_bf - x, axis=1), np.linalg.norm(x, axis=1),
+            np.linalg.norm(x_bf, axis=1)]
+    for a, block in ((x32, 16384), (x64, 16384), (x64, 2), (x32.astype(">f4"), 3)):
+        got = RoundingStats.of(a, block=block)
+        np.testing.assert_allclose([got.err, got.norm, got.norm_bf], want, rtol=1e-12)

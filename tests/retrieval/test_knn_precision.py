@@ -1,27 +1,69 @@
 """The exact k-NN's precision paths: the bfloat16 fallback, the probe's choice, bad options."""
 
 import importlib
+import re
 
 import numpy as np
 import pytest
+import torch
 from knn_check import assert_exact_knn
 
 from disembed.retrieval import KnnOptions, knn
 
 
+def near_ties(m):
+    """50 queries and ``m`` database rows all close to one vector: bfloat16 cannot tell the
+    database rows apart."""
+    rng = np.random.default_rng(3)
+    base = rng.standard_normal(32).astype(np.float32)
+    y = base + 1e-4 * rng.standard_normal((m, 32)).astype(np.float32)
+    x = base + 1e-3 * rng.standard_normal((50, 32)).astype(np.float32)
+    return x, y
+
+
+def certificate_counts(log: str) -> tuple[int, int, int]:
+    """(certified, lists, searched again) from the bfloat16 search's log line."""
+    found = re.search(r"(\d+) of (\d+) lists certified, (\d+) searched again in float32", log)
+    return tuple(map(int, found.groups()))
+
+
 def test_near_ties_below_bfloat16_resolution_are_still_exact(caplog):
     """Database rows closer than bfloat16 can tell apart: the certificate fails for most
     lists, they are searched again in float32, and the answer is still brute force."""
-    rng = np.random.default_rng(3)
-    base = rng.standard_normal(32).astype(np.float32)
-    y = base + 1e-4 * rng.standard_normal((200, 32)).astype(np.float32)
-    x = base + 1e-3 * rng.standard_normal((50, 32)).astype(np.float32)
+    x, y = near_ties(200)
     caplog.set_level("INFO", logger="disembed.retrieval.knn")
     D, I = knn(x, y, 4, KnnOptions(precision="bfloat16", candidates=6, block_cols=64))  # noqa: E741
     assert_exact_knn(D, I, x, y, 4)
-    assert "searched again in float32" in caplog.text
-    searched_again = int(caplog.text.split("certified, ")[1].split()[0])
-    assert searched_again > 0
+    certified, lists, searched_again = certificate_counts(caplog.text)
+    assert searched_again > 0 and certified + searched_again == lists == len(x)
+
+
+def test_lists_holding_every_database_row_need_no_second_search(caplog):
+    """The same near-ties, but k' = max(2k, k + 16) = 20 candidates of 20 database rows: the
+    re-scored candidates are the whole database, exact without a certificate."""
+    x, y = near_ties(20)
+    caplog.set_level("INFO", logger="disembed.retrieval.knn")
+    D, I = knn(x, y, 4, KnnOptions(precision="bfloat16"))  # noqa: E741
+    assert_exact_knn(D, I, x, y, 4, atol=1e-4)  # float32 rounding of scores near 40
+    assert certificate_counts(caplog.text) == (50, 50, 0)
+
+
+def test_the_search_again_keeps_the_callers_blocks_chunks_and_group(monkeypatch):
+    """Lists the certificate rejects are searched again in float32 with the caller's block
+    sizes, memory bound (chunk_rows) and screen group, not the defaults."""
+    knn_module = importlib.import_module("disembed.retrieval.knn")
+    scan, scans = knn_module._scan, []
+
+    def recording_scan(x, y, fwd, bwd, opt, dtype):
+        scans.append((opt.block_rows, opt.block_cols, opt.chunk_rows, opt.group, dtype))
+        scan(x, y, fwd, bwd, opt, dtype)
+
+    monkeypatch.setattr(knn_module, "_scan", recording_scan)
+    x, y = near_ties(200)
+    options = KnnOptions(precision="bfloat16", candidates=6, block_rows=9, block_cols=13,
+                         chunk_rows=50, group=2)
+    assert_exact_knn(*knn(x, y, 4, options), x, y, 4)
+    assert scans == [(9, 13, 50, 2, torch.bfloat16), (9, 13, 50, 2, torch.float32)]
 
 
 def test_auto_precision_follows_the_probe(monkeypatch):

@@ -1,5 +1,7 @@
 """The running top-k lists and the block screen, against plain top-k of everything seen."""
 
+import importlib
+
 import numpy as np
 import pytest
 import torch
@@ -92,3 +94,40 @@ def test_update_both_over_a_stream_of_blocks(group):
                                   fwd.values.numpy())
     np.testing.assert_array_equal(np.take_along_axis(S.T, bwd.indices.numpy(), 1),
                                   bwd.values.numpy())
+
+
+def test_sort_keys_hold_row_numbers_up_to_2_to_the_31_in_either_int_width():
+    """A list number takes the key's upper 32 bits (a database of 2^31 rows has lists that
+    high), whatever integer type it comes in."""
+    rows = torch.tensor([2**31 - 1, 2**30, 2**30 + 1, 0, 2**30])
+    vals = torch.tensor([1.0, -2.0, 0.5, 3.0, 5.0])
+    for r in (rows, rows.to(torch.int32)):
+        assert torch.sort(_row_then_value_desc(r, vals)).indices.tolist() == [3, 4, 1, 2, 0]
+
+
+@pytest.mark.parametrize("k", [3, 4, 8])
+def test_a_sparse_merge_of_fewer_than_k_candidates_leaves_the_other_slots_empty(k):
+    lists = TopKLists(3, k)
+    lists.merge_sparse(torch.tensor([1, 1]), torch.tensor([7, 9]), torch.tensor([0.25, 0.5]))
+    assert lists.indices.tolist() == [[-1] * k, [9, 7] + [-1] * (k - 2), [-1] * k]
+    assert lists.values[1].tolist() == [0.5, 0.25] + [-np.inf] * (k - 2)
+
+
+def test_new_column_lists_are_screened_by_their_kth_group_maximum(monkeypatch):
+    """A first block: the row lists take a dense top-k; the empty column lists get the k-th
+    largest group maximum as threshold (module docstring), so only the k groups holding a
+    column's best entries are gathered (1/8 of the block), and the dense fallback never runs."""
+    topk_module = importlib.import_module("disembed.retrieval.topk")
+    dense, calls = topk_module._dense, []
+
+    def recording_dense(*args):
+        calls.append(args)
+        dense(*args)
+
+    monkeypatch.setattr(topk_module, "_dense", recording_dense)
+    S = np.random.default_rng(5).standard_normal((64, 48)).astype(np.float32)
+    fwd, bwd = TopKLists(64, 2), TopKLists(48, 2)
+    update_both(torch.from_numpy(S), 64, fwd, 0, bwd, 0, group=4)
+    np.testing.assert_array_equal(fwd.values.numpy(), -np.sort(-S, axis=1)[:, :2])
+    np.testing.assert_array_equal(bwd.values.numpy(), -np.sort(-S.T, axis=1)[:, :2])
+    assert calls == []

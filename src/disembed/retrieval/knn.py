@@ -136,7 +136,8 @@ def knn_both(x: np.ndarray, y: np.ndarray, k: int = 4, options: KnnOptions | Non
 def knn(queries: np.ndarray, database: np.ndarray, k: int = 4,
         options: KnnOptions | None = None) -> tuple[np.ndarray, np.ndarray]:
     """``D (nq, k) float32`` and ``I (nq, k) int64``: top-``k`` inner products of each query."""
-    return _search(queries, database, k, options or KnnOptions(), both=False)[:2]
+    dist, idx = _search(queries, database, k, options or KnnOptions(), both=False)
+    return dist, idx
 
 
 def _search(x, y, k, opt: KnnOptions, both: bool) -> list[np.ndarray]:
@@ -224,16 +225,18 @@ def canonical_lists(queries: np.ndarray, database: np.ndarray, D: np.ndarray, I:
 
     A similarity from a blocked matrix product depends, in its last bits, on the block
     shapes; this one depends only on the two vectors. Mining computes its margins from
-    these, so a run on one machine and a run split into shards print the same scores."""
-    out_D, out_I = np.empty_like(D, dtype=np.float32), np.array(I, copy=True)
+    these, so a run on one machine and a run split into shards print the same scores.
+    Equal rounded scores are ordered by lower index; ``-1`` entries (lists shorter than
+    ``k``) get ``-inf`` and stay last. Only the shape of ``D`` is read."""
+    out_D, out_I = np.empty_like(D, dtype=np.float32), np.empty_like(I)  # every row written
     for r0 in range(0, len(I), block):
         idx = I[r0 : r0 + block]
         q = np.asarray(queries[r0 : r0 + len(idx)], dtype=np.float64)
         valid = idx >= 0
         db = np.asarray(database[np.where(valid, idx, 0).ravel()], dtype=np.float64)
-        dots = np.einsum("rkd,rd->rk", db.reshape(*idx.shape, -1), q).astype(np.float32)
+        dots = np.einsum("rkd,rd->rk", db.reshape(*idx.shape, q.shape[1]), q).astype(np.float32)
         dots[~valid] = -np.inf
-        order = np.lexsort((idx, -dots), axis=1) if idx.size else idx
+        order = np.lexsort((idx, -dots), axis=1)
         out_D[r0 : r0 + len(idx)] = np.take_along_axis(dots, order, 1)
         out_I[r0 : r0 + len(idx)] = np.take_along_axis(idx, order, 1)
     return out_D, out_I
@@ -242,6 +245,6 @@ def canonical_lists(queries: np.ndarray, database: np.ndarray, D: np.ndarray, I:
 def brute_force_knn(queries: np.ndarray, database: np.ndarray, k: int
                     ) -> tuple[np.ndarray, np.ndarray]:
     """The numpy reference: full product, stable sort (ties by lower index). Small inputs only."""
-    sims = np.asarray(queries, dtype=np.float64) @ np.asarray(database, dtype=np.float64).T
+    sims = np.asarray(queries, dtype=np.float64) @ np.asarray(database).T  # promoted to float64
     order = np.argsort(-sims, axis=1, kind="stable")[:, :k]
     return np.take_along_axis(sims, order, axis=1).astype(np.float32), order.astype(np.int64)

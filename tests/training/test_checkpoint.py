@@ -276,6 +276,17 @@ def test_a_checkpoint_the_reader_refuses_is_named_and_moved_aside(spoil, tmp_pat
     assert (tmp_path / "checkpoint.corrupt").exists() and not (tmp_path / CHECKPOINT_NAME).exists()
 
 
+def test_a_checkpoint_of_another_run_is_moved_aside_as_stale(tmp_path, caplog):
+    meta = saved(tmp_path)
+    with caplog.at_level("WARNING", logger="disembed"):
+        assert load_checkpoint(tmp_path, {**RUN, "seed": 1}) is None
+    (message,) = [r.getMessage() for r in caplog.records]
+    assert message == (f"checkpoint {tmp_path / CHECKPOINT_NAME} belongs to another run (other "
+                       f"data, settings or method); moved to {tmp_path / 'checkpoint.stale'}")
+    assert (tmp_path / "checkpoint.stale").exists()
+    assert (tmp_path / meta["tensors"]).with_suffix(".stale").exists()
+
+
 def test_an_old_tensor_file_removed_meanwhile_by_another_process_is_no_error(tmp_path,
                                                                              monkeypatch):
     saved(tmp_path)

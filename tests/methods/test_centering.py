@@ -1,4 +1,5 @@
-"""``center="language"``: trained recipes on per-language-centred inputs."""
+"""``center="language"``: trained recipes on per-language-centred inputs; and the
+``mean-centering`` recipe itself: calibration, persistence and its exported map."""
 
 import json
 
@@ -9,6 +10,7 @@ import torch
 from disembed.exceptions import CheckpointError, ConfigError
 from disembed.methods import load_disentangler, make_method
 from disembed.methods.base import config_digest
+from disembed.methods.export_map import GLOBAL_ROUTE, apply_map
 
 QUICK = {"max_epochs": 2, "batch_size": 64}
 
@@ -108,3 +110,61 @@ def test_config_and_weights_must_agree_on_centering(centred_seed, tmp_path):
     (path / "config.json").write_text(json.dumps(config))
     with pytest.raises(CheckpointError, match="centering.means"):
         load_disentangler(path)
+
+
+# --- mean-centering itself ---------------------------------------------------------------
+
+@pytest.fixture
+def centring(toy_pairs):
+    src, tgt, src_lang = toy_pairs
+    return make_method("mean-centering").fit(src, tgt, src_lang, "en")
+
+
+def test_calibrate_sets_a_languages_mean_to_the_mean_of_its_rows(centring, toy_pairs):
+    rows = toy_pairs[0][:9] * 2 + 1  # a new sample of 'de', far from the trained mean
+    before = dict(zip(centring.languages_, centring.means_.copy(), strict=True))
+    centring.calibrate(rows, "de")
+    assert centring.languages_ == ["de", "en", "zh"]  # replaced in place, not appended
+    np.testing.assert_allclose(centring.means_[0], rows.astype(np.float64).mean(axis=0),
+                               rtol=1e-6)
+    for i, lang in ((1, "en"), (2, "zh")):
+        np.testing.assert_array_equal(centring.means_[i], before[lang])
+    np.testing.assert_allclose(centring.meaning(rows, "de"), rows - rows.mean(axis=0), atol=1e-5)
+    new = toy_pairs[1][:5] - 4
+    centring.calibrate(new, "ar")
+    assert centring.languages_ == ["de", "en", "zh", "ar"]
+    np.testing.assert_allclose(centring.language(new, "ar"), np.tile(new.mean(axis=0), (5, 1)),
+                               atol=1e-5)
+
+
+def test_saved_and_calibrated_mean_centering_reloads_bit_identical(centring, toy_pairs, tmp_path):
+    """Also the global fallback (the mean of the means): in-memory and saved means are both
+    float32, so the reloaded model rounds as the one that was saved."""
+    centring.calibrate(toy_pairs[1][:40] * 1.5 - 2, "ar")
+    loaded = load_disentangler(centring.save(tmp_path / "m"))
+    X = toy_pairs[0][:20]
+    for lang in ("de", "ar", "ja"):  # trained, calibrated, unseen (global mean)
+        np.testing.assert_array_equal(loaded.meaning(X, lang), centring.meaning(X, lang))
+        np.testing.assert_array_equal(loaded.language(X, lang), centring.language(X, lang))
+
+
+def test_restoring_means_of_the_wrong_shape_says_which(centring):
+    d = centring.dim_
+    with pytest.raises(CheckpointError, match=rf"means have shape \(2, {d}\), expected "
+                                              rf"\(3, {d}\)"):
+        centring.restore({"means": np.zeros((2, d), np.float32)},
+                         {"languages": ["de", "en", "zh"]})
+
+
+def test_mean_centering_map_subtracts_each_languages_mean(centring, toy_pairs):
+    mmap = centring.meaning_map()
+    assert (mmap.method, mmap.dim, mmap.by_language) == ("mean-centering", 16, True)
+    assert sorted(mmap.routes) == sorted([*centring.languages_, GLOBAL_ROUTE])
+    assert any(repr(GLOBAL_ROUTE) in note and "mean over all training languages" in note
+               for note in mmap.notes)
+    means = language_means(toy_pairs)
+    X = toy_pairs[0][:10]
+    for lang, mu in means.items():
+        np.testing.assert_allclose(apply_map(mmap, X, lang), X - mu, atol=1e-5)
+    mu = np.mean(list(means.values()), axis=0)
+    np.testing.assert_allclose(apply_map(mmap, X, GLOBAL_ROUTE), X - mu, atol=1e-5)

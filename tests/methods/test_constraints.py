@@ -1,5 +1,7 @@
-"""The constraint library: each term declares the optional views it reads, once."""
+"""The constraint library: each term declares the optional views it reads, once; the
+views' cosines and unit vectors, and the terms no recipe test pins, against numpy."""
 
+import numpy as np
 import pytest
 import torch
 
@@ -8,10 +10,14 @@ from disembed.methods.constraints import (
     EPS,
     TERMS,
     BatchViews,
+    Term,
     _InverseNorm,
     cos,
     needs_of,
+    orthogonality,
+    orthogonality_abs,
     pick,
+    term_table,
 )
 from disembed.methods.dream import DREAM_WEIGHTS
 from disembed.methods.meat import MEAT_WEIGHTS
@@ -76,3 +82,57 @@ def test_inverse_norm_gradient_including_a_row_held_by_eps():
     x.requires_grad_(True)
     assert torch.autograd.gradcheck(_InverseNorm.apply, (x,))
     assert _InverseNorm.apply(x)[2].item() == pytest.approx(1 / EPS)
+
+
+def test_term_table_names_terms_after_their_functions_and_refuses_a_name_twice():
+    def first(v):
+        return v
+
+    def second(v):
+        return v
+
+    table = term_table(first, (second, ["lang", "lid"]))
+    assert table == {"first": Term("first", first, frozenset()),
+                     "second": Term("second", second, frozenset({"lang", "lid"}))}
+    with pytest.raises(ConfigError, match="constraint term 'first' is defined twice"):
+        term_table(first, second, (first, ("adv",)))
+
+
+def _np_rows(views, name):
+    return sum(getattr(views, part).detach().numpy() for part in name.split("+"))
+
+
+@pytest.mark.parametrize("name", ["s_L", "t_L", "sn_L", "tn_M", "s_M+sn_L"])
+def test_view_unit_vectors_are_the_rows_over_their_length(name):
+    _, views = _views(torch.Generator().manual_seed(2))
+    rows = _np_rows(views, name)
+    want = rows / np.linalg.norm(rows, axis=1, keepdims=True)
+    np.testing.assert_allclose(views.unit(name).detach().numpy(), want, rtol=1e-12)
+    assert views.unit(name) is views.unit(name)  # once per batch
+
+
+@pytest.mark.parametrize("term, fold", [(orthogonality, lambda c: max(c, 0.0)),
+                                        (orthogonality_abs, abs)])
+def test_orthogonality_terms_against_the_row_by_row_formula(term, fold):
+    """``mean_i f(cos(s_M^i, s_L^i)) + mean_i f(cos(t_M^i, t_L^i))``, f = relu or abs."""
+    _, views = _views(torch.Generator().manual_seed(3))
+
+    def side(m, l):  # noqa: E741
+        M, L = _np_rows(views, m), _np_rows(views, l)
+        return np.mean([fold(M[i] @ L[i] / np.linalg.norm(M[i]) / np.linalg.norm(L[i]))
+                        for i in range(len(M))])
+
+    want = side("s_M", "s_L") + side("t_M", "t_L")
+    assert side("t_M", "t_L") > 1e-3  # the t side counts (a sign error in the sum shows)
+    assert term(views).item() == pytest.approx(want, rel=1e-12)
+
+
+def test_a_missing_optional_view_is_named_with_what_to_do():
+    _, views = _views(torch.Generator().manual_seed(4))
+    views.s_adv = torch.zeros(6, 3)  # a discriminator's logits on s_M, none on t_M
+    with pytest.raises(ConfigError) as err:
+        TERMS["adversarial_uniform"].fn(views)
+    assert str(err.value) == (
+        "this constraint term needs the batch views ['t_adv'], which this recipe's head does "
+        "not produce (language ids, a language classifier or a discriminator); use a recipe "
+        "that has them")

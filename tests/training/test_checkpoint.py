@@ -12,8 +12,11 @@ import disembed.training.trainer as trainer_module
 from disembed.methods import make_method
 from disembed.training.checkpoint import (
     CHECKPOINT_NAME,
+    Checkpoint,
+    load_checkpoint,
     optimizer_from_checkpoint,
     optimizer_to_checkpoint,
+    save_checkpoint,
 )
 
 TIMINGS = {"train_seconds", "val_seconds", "pairs_per_second"}
@@ -203,3 +206,140 @@ def test_adam_state_round_trips_exactly():
     for pid in a["state"]:
         for name, value in a["state"][pid].items():
             assert torch.equal(value, b["state"][pid][name]), (pid, name)
+
+
+# --- a checkpoint the reader refuses, written by hand (no training) ----------------------
+RUN = {"data": "toy", "seed": 0}
+W = torch.arange(6.0).reshape(2, 3)
+
+
+def saved(directory):
+    """A valid checkpoint of run ``RUN`` in ``directory``; returns its JSON (a dict)."""
+    save_checkpoint(directory, Checkpoint({"w": W}, {"fingerprint": RUN, "epoch": 1}))
+    return json.loads((directory / CHECKPOINT_NAME).read_text())
+
+
+def rewrite(directory, meta):
+    (directory / CHECKPOINT_NAME).write_text(json.dumps(meta))
+
+
+def not_an_object(directory, meta):
+    rewrite(directory, [meta])
+    return "expected a JSON object with format_version 1"
+
+
+def other_format_version(directory, meta):
+    rewrite(directory, {**meta, "format_version": 2})  # tensors and hash intact
+    return "expected a JSON object with format_version 1"
+
+
+def tensor_file_of_another_name(directory, meta):
+    # an intact tensor file with the right hash, but not a checkpoint-<16 hex> name
+    (directory / "weights.safetensors").write_bytes((directory / meta["tensors"]).read_bytes())
+    rewrite(directory, {**meta, "tensors": "weights.safetensors"})
+    return "tensor file name 'weights.safetensors' is not checkpoint-<16 hex>.safetensors"
+
+
+def tensor_name_not_a_string(directory, meta):
+    rewrite(directory, {**meta, "tensors": 7})
+    return "tensor file name 7 is not checkpoint-<16 hex>.safetensors"
+
+
+def other_hash(directory, meta):
+    rewrite(directory, {**meta, "sha256": "0123456789abcdef" * 4})
+    return (f"{meta['tensors']} has sha256 {meta['sha256'][:16]}..., the JSON expects "
+            "0123456789abcdef...")
+
+
+def not_safetensors(directory, meta):
+    blob = b"not a safetensors file"
+    name = "checkpoint-00000000000000ff.safetensors"
+    (directory / name).write_bytes(blob)
+    rewrite(directory, {**meta, "tensors": name, "sha256": hashlib.sha256(blob).hexdigest()})
+    return f"{name} is not a readable safetensors file: "
+
+
+@pytest.mark.parametrize("spoil", [not_an_object, other_format_version,
+                                   tensor_file_of_another_name, tensor_name_not_a_string,
+                                   other_hash, not_safetensors])
+def test_a_checkpoint_the_reader_refuses_is_named_and_moved_aside(spoil, tmp_path, caplog):
+    meta = saved(tmp_path)
+    intact = load_checkpoint(tmp_path, RUN)
+    assert intact.meta["epoch"] == 1 and torch.equal(intact.tensors["w"], W)
+    why = spoil(tmp_path, meta)
+    with caplog.at_level("WARNING", logger="disembed"):
+        assert load_checkpoint(tmp_path, RUN) is None
+    (message,) = [r.getMessage() for r in caplog.records]
+    assert message.startswith(f"checkpoint {tmp_path / CHECKPOINT_NAME} is unreadable or "
+                              f"corrupt ({why}")
+    assert message.endswith("); starting afresh")
+    assert (tmp_path / "checkpoint.corrupt").exists() and not (tmp_path / CHECKPOINT_NAME).exists()
+
+
+def test_a_checkpoint_of_another_run_is_moved_aside_as_stale(tmp_path, caplog):
+    meta = saved(tmp_path)
+    with caplog.at_level("WARNING", logger="disembed"):
+        assert load_checkpoint(tmp_path, {**RUN, "seed": 1}) is None
+    (message,) = [r.getMessage() for r in caplog.records]
+    assert message == (f"checkpoint {tmp_path / CHECKPOINT_NAME} belongs to another run (other "
+                       f"data, settings or method); moved to {tmp_path / 'checkpoint.stale'}")
+    assert (tmp_path / "checkpoint.stale").exists()
+    assert (tmp_path / meta["tensors"]).with_suffix(".stale").exists()
+
+
+def test_an_old_tensor_file_removed_meanwhile_by_another_process_is_no_error(tmp_path,
+                                                                             monkeypatch):
+    saved(tmp_path)
+    first = next(tmp_path.glob("checkpoint-*.safetensors"))
+    real_glob = type(tmp_path).glob
+
+    def listed_then_removed(self, pattern):
+        found = list(real_glob(self, pattern))
+        if first in found:  # listed, then gone before the save removes it
+            first.unlink()
+        return found
+
+    monkeypatch.setattr(type(tmp_path), "glob", listed_then_removed)
+    save_checkpoint(tmp_path, Checkpoint({"w": W + 1}, {"fingerprint": RUN, "epoch": 2}))
+    monkeypatch.undo()
+    meta = load_checkpoint(tmp_path, RUN).meta
+    assert meta["epoch"] == 2
+    assert [p.name for p in tmp_path.glob("checkpoint-*.safetensors")] == [meta["tensors"]]
+
+
+class DottedSlots(torch.optim.Optimizer):
+    """SGD keeping per-parameter state of every kind a state_dict may hold: a Python int
+    (not a tensor) for every parameter, a tensor under a dotted name for matrices only."""
+
+    def __init__(self, params):
+        super().__init__(params, {"lr": 0.1, "betas": (0.9, 0.99)})
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        for group in self.param_groups:
+            for p in group["params"]:
+                state = self.state[p]
+                state["count"] = state.get("count", 0) + 1
+                if p.dim() > 1:
+                    state["avg.sq"] = state.get("avg.sq", torch.zeros_like(p)) + p.grad ** 2
+                p -= group["lr"] * p.grad
+
+
+def test_optimizer_state_round_trips_exactly_whatever_its_slots():
+    torch.manual_seed(0)
+    module = torch.nn.Linear(4, 2)
+    opt = DottedSlots(module.parameters())
+    for _ in range(2):
+        opt.zero_grad()
+        module(torch.randn(3, 4)).pow(2).sum().backward()
+        opt.step()
+    tensors, meta = optimizer_to_checkpoint("opt.head", opt)
+    back = optimizer_from_checkpoint("opt.head", tensors, json.loads(json.dumps(meta)))
+    want = opt.state_dict()
+    assert back["param_groups"] == want["param_groups"]  # params a list, betas a tuple
+    assert back["state"].keys() == want["state"].keys() == {0, 1}
+    for pid, slots in want["state"].items():
+        assert back["state"][pid].keys() == slots.keys()
+        for name, value in slots.items():
+            got = back["state"][pid][name]
+            assert torch.equal(got, value) if torch.is_tensor(value) else got == value

@@ -79,13 +79,11 @@ class BatchViews:
         return self._sums[name]
 
     def unit(self, name: str) -> torch.Tensor:
-        """Row-normalised view ``name`` (computed once per batch; negatives are gathered)."""
+        """Row-normalised view ``name`` (computed once per batch). Only the pairwise terms
+        ask for unit vectors, of whole in-batch views (``s_L``, ``t_L``), never of a
+        gathered negative, so no gathering shortcut here."""
         if name not in self._units:
-            gathered = self._gathered(name)
-            if gathered is not None:
-                self._units[name] = pick(self.unit(gathered[0]), gathered[1])
-            else:
-                self._units[name] = unit(self.view(name))
+            self._units[name] = unit(self.view(name))
         return self._units[name]
 
     def inv_norm(self, name: str) -> torch.Tensor:

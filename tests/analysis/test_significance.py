@@ -172,3 +172,20 @@ def test_compare_averaged_uses_every_seed_of_both_methods():
     strata = np.array([s for s, n in sizes.items() for _ in range(n)], dtype=object)
     ref = paired_bootstrap(items_a, items_b, strata=strata, n_resamples=500, seed=1)
     assert (got.ci_low, got.ci_high) == pytest.approx((ref.ci_low, ref.ci_high))
+
+
+def test_permutation_of_an_undefined_score_has_no_p_value():
+    """A constant system (or gold) column makes that side's correlation nan, so delta is
+    nan: there is nothing to test. It used to come out as p = 0 (every swap 'less extreme'
+    than nan), or a ZeroDivisionError in exact mode when no swap had a finite delta."""
+    rng = np.random.default_rng(0)
+    gold = rng.random(8)
+    b = np.stack([gold + 0.1 * rng.standard_normal(8), gold], 1)
+    flat_system = np.stack([np.full(8, 0.5), gold], 1)
+    flat_gold = np.stack([b[:, 0], np.ones(8)], 1)
+    for a, b_ in ((flat_system, b), (b, flat_system), (flat_gold, flat_gold[::-1])):
+        for stat in ("pearson", "spearman"):
+            for n_resamples in (256, 100):  # exact, Monte Carlo
+                res = paired_permutation(a, b_, statistic=stat, n_resamples=n_resamples)
+                assert np.isnan(res.delta) and np.isnan(res.p_value)
+                assert res.n_resamples == 0 and res.n_items == 8

@@ -155,10 +155,13 @@ def _exchangeable(x: np.ndarray, statistic: Statistic, groups: list[np.ndarray])
 
 def paired_permutation(a, b, *, statistic: Statistic = "mean", strata=None,
                        n_resamples: int = 2000, seed: int = 0) -> PairedTest:
-    """Paired permutation (swap) test, two-sided; see the module docstring."""
+    """Paired permutation (swap) test, two-sided; see the module docstring. When a score is
+    undefined (nan, e.g. a constant column of a correlation task) the p-value is nan."""
     a, b, groups = _prepare(a, b, strata)
     sa, sb = score(a, statistic, strata), score(b, statistic, strata)
     delta = sa - sb
+    if not np.isfinite(delta):  # a score is undefined (constant column): nothing to test
+        return PairedTest(sa, sb, delta, np.nan, np.nan, np.nan, len(a), 0)
     a, b = _exchangeable(a, statistic, groups), _exchangeable(b, statistic, groups)
     masks, exact = _swap_masks(len(a), n_resamples, np.random.default_rng(seed))
     extreme, total = 0, 0

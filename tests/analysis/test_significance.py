@@ -1,12 +1,14 @@
 """Paired bootstrap and permutation tests against brute force and scipy, on tiny data."""
 
 import itertools
+from dataclasses import asdict
 
 import numpy as np
 import pytest
 from scipy import stats
 
 from disembed.analysis.significance import (
+    _swap_masks,
     batched_statistic,
     compare_all,
     compare_scores,
@@ -40,6 +42,7 @@ def test_monte_carlo_permutation_is_close_to_exact():
     approx = paired_permutation(a, b, n_resamples=4000, seed=3)
     assert not approx.exact
     assert approx.p_value == pytest.approx(exact, abs=0.03)
+    assert paired_permutation(a, b, n_resamples=4000, seed=3).p_value == approx.p_value
 
 
 def test_bootstrap_matches_full_enumeration():
@@ -189,3 +192,149 @@ def test_permutation_of_an_undefined_score_has_no_p_value():
                 res = paired_permutation(a, b_, statistic=stat, n_resamples=n_resamples)
                 assert np.isnan(res.delta) and np.isnan(res.p_value)
                 assert res.n_resamples == 0 and res.n_items == 8
+
+
+def test_bootstrap_without_a_finite_resample_has_no_interval():
+    rng = np.random.default_rng(0)
+    gold = rng.random(8)
+    a = np.stack([np.full(8, 0.5), gold], 1)  # constant system: every resample is nan
+    b = np.stack([gold + 0.1 * rng.standard_normal(8), gold], 1)
+    res = paired_bootstrap(a, b, statistic="pearson", n_resamples=100)
+    assert res.n_resamples == 0 and np.isnan(res.ci_low) and np.isnan(res.ci_high)
+
+
+def test_defaults_are_2000_resamples_with_seed_0():
+    rng = np.random.default_rng(5)
+    a, b = rng.random(30), rng.random(30)  # Monte Carlo for both tests, p far from 0 and 1
+    for test in (paired_bootstrap, paired_permutation):
+        got = test(a, b)
+        assert got.n_resamples == 2000 and 0.05 < got.p_value < 0.95
+        np.testing.assert_equal(asdict(got), asdict(test(a, b, n_resamples=2000, seed=0)))
+
+
+def test_bootstrap_p_value_is_the_share_not_won_plus_one_over_resamples_plus_one():
+    """a beats b on every item, so no resample is lost by the observed winner, whichever
+    side it is: p = (0 + 1) / (R + 1) exactly."""
+    rng = np.random.default_rng(6)
+    better, worse = rng.random(20) + 1.0, rng.random(20)
+    for a, b in ((better, worse), (worse, better)):
+        res = paired_bootstrap(a, b, n_resamples=300)
+        assert res.n_resamples == 300
+        assert res.p_value == pytest.approx(1 / 301, rel=1e-12)
+
+
+def test_bootstrap_tie_is_scored_as_a_win_of_a():
+    """delta == 0 (a tie, common with 0/1 retrieval credit) is scored as delta > 0 is: p is
+    the share of resamples where a is not ahead (resampled delta <= 0). For the skewed item
+    differences (3, -1, -1, -1) that is 0.738 over all 4^4 equally likely resamples; the
+    other side (resampled delta >= 0) would give 0.684."""
+    a, b = np.array([4.0, 0.0, 0.0, 0.0]), np.ones(4)
+    deltas = np.array([a[list(i)].mean() - 1 for i in itertools.product(range(4), repeat=4)])
+    res = paired_bootstrap(a, b, n_resamples=20_000)
+    assert res.delta == 0
+    assert res.p_value == pytest.approx(np.mean(deltas <= 0), abs=0.015)
+
+
+def test_permutation_is_exact_when_all_2_to_the_n_swaps_fit():
+    exact = paired_permutation(A, B, n_resamples=2 ** len(A))
+    assert exact.exact and exact.n_resamples == 64
+    sampled = paired_permutation(A, B, n_resamples=63)
+    assert not sampled.exact and sampled.n_resamples == 63
+
+
+def test_exact_enumeration_stops_at_20_items():
+    """All 2^n swap masks are built in memory, so enumeration stops at n = 20 (a million
+    masks): 21 items are sampled even when n_resamples would cover all 2^21 swaps."""
+    class Draws:  # stands in for the generator: records the Monte Carlo draw
+        def random(self, shape):
+            self.shape = shape
+            return np.zeros((1, shape[1]))
+
+    draws = Draws()
+    assert not _swap_masks(21, 2 ** 21, draws)[1] and draws.shape == (2 ** 21, 21)
+
+
+def test_exact_permutation_with_strata_against_brute_force():
+    """Stratified: the score is the unweighted mean of the per-stratum means, and the exact
+    test flips the sign of each item's difference in every one of the 2^10 ways (four
+    blocks of 256 swaps)."""
+    rng = np.random.default_rng(8)
+    a, b = rng.random((10, 2)), rng.random((10, 2))
+    strata = np.array(["x"] * 3 + ["y"] * 7)
+
+    def stratified(values):
+        return np.mean([values[strata == s].mean() for s in "xy"])
+
+    res = paired_permutation(a, b, strata=strata, n_resamples=1024)
+    assert (res.score_a, res.score_b) == pytest.approx((stratified(a), stratified(b)))
+    diff = (a - b).mean(axis=1)
+    assert res.delta == pytest.approx(stratified(diff))
+    flips = [stratified(np.array(s) * diff) for s in itertools.product([1, -1], repeat=10)]
+    brute = np.mean(np.abs(flips) >= abs(stratified(diff)) - 1e-12)
+    assert 0.05 < brute < 0.95
+    assert res.exact and res.n_resamples == 1024 and res.n_items == 10
+    assert res.p_value == pytest.approx(brute)
+    assert np.isnan(res.ci_low) and np.isnan(res.ci_high)  # no interval from this test
+
+
+def test_monte_carlo_permutation_p_value_adds_one():
+    """Monte Carlo: p = (swaps at least as extreme + 1) / (swaps + 1). a beats b by the same
+    margin on all 30 items, so only 'swap none' and 'swap all' reach |delta|, and 500
+    random masks of 2^30 miss both: p = 1 / 501."""
+    rng = np.random.default_rng(9)
+    b = rng.random(30)
+    res = paired_permutation(b + 0.25, b, n_resamples=500)
+    assert not res.exact and res.n_resamples == 500
+    assert res.p_value == pytest.approx(1 / 501, rel=1e-12)
+
+
+def _on_common_scale(x, stat, groups):
+    """The system column as ranks (Spearman) or z-scores (Pearson) within each stratum."""
+    x = x.copy()
+    for g in groups:
+        c = x[g, 0]
+        x[g, 0] = stats.rankdata(c) if stat == "spearman" else (c - c.mean()) / c.std()
+    return x
+
+
+def _stratified_corr(x, stat, groups):
+    rank = stats.rankdata if stat == "spearman" else np.asarray
+    return np.mean([np.corrcoef(rank(x[g, 0]), rank(x[g, 1]))[0, 1] for g in groups])
+
+
+def test_exact_permutation_of_correlations_swaps_per_stratum_ranks_or_z_scores():
+    """The documented swap for a correlation: the system column is turned into ranks
+    (Spearman) or z-scores (Pearson) within each stratum, then each of the 2^8 swaps is
+    scored here. b's cosines live on another scale (x 3 + 5), a's spread is well under 1."""
+    rng = np.random.default_rng(11)
+    gold = rng.random(8)
+    a = np.stack([0.2 * (gold + 0.3 * rng.standard_normal(8)), gold], 1)
+    b = np.stack([3 * (gold + 0.3 * rng.standard_normal(8)) + 5, gold], 1)
+    strata = np.array([0, 0, 0, 1, 1, 1, 1, 1])
+    groups = [strata == s for s in (0, 1)]
+    for stat in ("spearman", "pearson"):
+        ea, eb = _on_common_scale(a, stat, groups), _on_common_scale(b, stat, groups)
+        delta = _stratified_corr(a, stat, groups) - _stratified_corr(b, stat, groups)
+        flips = []
+        for s in itertools.product([False, True], repeat=8):
+            swap = np.array(s)[:, None]
+            flips.append(_stratified_corr(np.where(swap, eb, ea), stat, groups)
+                         - _stratified_corr(np.where(swap, ea, eb), stat, groups))
+        brute = np.mean(np.abs(flips) >= abs(delta) - 1e-12)
+        assert 0.05 < brute < 0.95
+        res = paired_permutation(a, b, statistic=stat, strata=strata, n_resamples=256)
+        assert res.exact and res.delta == pytest.approx(delta)
+        assert res.p_value == pytest.approx(brute)
+
+
+def test_permutation_p_value_does_not_depend_on_the_units_of_the_scores():
+    """Ties |swapped delta| == |delta| (integer item differences, counted exactly here with
+    integers) still count when the scores are large and every mean is rounded: the same p
+    for scores x 1000.1 + 1e4, as the rounding tolerance grows with |delta|."""
+    u = np.array([3, 1, 4, 1, 5, 2, 2, 0, 3, 1])
+    v = np.array([1, 2, 1, 1, 2, 3, 0, 2, 1, 3])
+    signs = np.array(list(itertools.product([1, -1], repeat=10)))
+    brute = np.mean(np.abs(signs @ (u - v)) >= abs((u - v).sum()))
+    for scale, shift in ((1.0, 0.0), (1000.1, 1e4)):
+        res = paired_permutation(u * scale + shift, v * scale + shift, n_resamples=1024)
+        assert res.p_value == pytest.approx(brute)

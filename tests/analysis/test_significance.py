@@ -1,6 +1,7 @@
 """Paired bootstrap and permutation tests against brute force and scipy, on tiny data."""
 
 import itertools
+import json
 from dataclasses import asdict
 
 import numpy as np
@@ -8,13 +9,18 @@ import pytest
 from scipy import stats
 
 from disembed.analysis.significance import (
+    Comparison,
+    PairedTest,
     _swap_masks,
     batched_statistic,
     compare_all,
+    compare_averaged,
     compare_scores,
+    compare_seeds,
     paired_bootstrap,
     paired_permutation,
     score,
+    seed_bootstrap,
 )
 from disembed.evaluation import TASKS
 from disembed.exceptions import ConfigError, ShapeError
@@ -152,8 +158,6 @@ def test_compare_averaged_uses_every_seed_of_both_methods():
     """The seed-averaged comparison equals a computation written out here: per-item means
     over the seeds, then the stratified paired bootstrap. A version that keeps only the
     first seed (or drops one method's seeds) gives another delta and fails."""
-    from disembed.analysis.significance import compare_averaged
-
     rng = np.random.default_rng(7)
     sizes = {"de": 30, "zh": 20}
     a = [_seed_scores({s: rng.random(n) + 0.1 * k for s, n in sizes.items()}) for k in range(3)]
@@ -338,3 +342,143 @@ def test_permutation_p_value_does_not_depend_on_the_units_of_the_scores():
     for scale, shift in ((1.0, 0.0), (1000.1, 1e4)):
         res = paired_permutation(u * scale + shift, v * scale + shift, n_resamples=1024)
         assert res.p_value == pytest.approx(brute)
+
+
+def _toy(items, *, task="toy", metric="credit", main=None):
+    """TaskScores of an unregistered task (its main score averages every subset) from
+    per-item arrays {(view, subset, column): values}; main: {view: main score} (0.5)."""
+    from disembed.evaluation.task_scores import ScoreRow, TaskScores
+
+    views = list(dict.fromkeys(k[0] for k in items))
+    rows = [ScoreRow(v, s, metric, float(np.mean(x)), len(x)) for (v, s, _), x in items.items()]
+    averages = [ScoreRow(v, "avg:all", metric, (main or {}).get(v, 0.5), 1) for v in views]
+    return TaskScores(task, metric, "avg:all", rows=rows, averages=averages,
+                      per_item={k: np.asarray(x, np.float64) for k, x in items.items()})
+
+
+def test_comparison_from_dict_reads_null_numbers_as_nan():
+    """Saved comparisons go through JSON, where nan is null (the permutation test has no
+    interval); from_dict turns null back into nan and keeps every other value."""
+    from disembed.util.jsonsafe import json_safe
+
+    boot = PairedTest(0.8, 0.6, 0.2, 0.01, 0.05, 0.35, 40, 2000)
+    perm = PairedTest(0.8, 0.6, 0.2, 0.02, float("nan"), float("nan"), 40, 1024, True)
+    saved = json.loads(json.dumps(json_safe(
+        Comparison("toy", "meaning", "avg:all", "credit", "x", "y", boot, perm).to_dict())))
+    assert saved["permutation"]["ci_low"] is None and saved["winner"] == "x"
+    back = Comparison.from_dict(saved)
+    assert back.bootstrap == boot and back.winner == "x"
+    np.testing.assert_equal(asdict(back.permutation), asdict(perm))
+
+
+def test_compare_scores_refuses_other_tasks_and_other_items():
+    de = _toy({("meaning", "de", "credit"): np.ones(30)})
+    with pytest.raises(ConfigError, match="cannot compare task 'toy' with task 'other'"):
+        compare_scores(de, _toy({("meaning", "de", "credit"): np.ones(30)}, task="other"))
+    fr = _toy({("meaning", "fr", "credit"): np.ones(30)})  # as many items, other subset
+    with pytest.raises(ShapeError, match=r"^toy \[meaning\]: the two results cover different "
+                                         r"items .*evaluate both with the same task options$"):
+        compare_scores(de, fr)
+
+
+def test_compare_scores_runs_both_tests_on_the_stratified_items_of_the_view():
+    rng = np.random.default_rng(12)
+    sizes = {"de": 20, "zh": 12}
+    columns = {(view, s): rng.random(n) for view in ("meaning", "language")
+               for s, n in sizes.items()}
+    a = _toy({(v, s, "credit"): x + 0.1 for (v, s), x in columns.items()})
+    b = _toy({(v, s, "credit"): x + 0.2 * rng.random(len(x)) for (v, s), x in columns.items()})
+    strata = np.array([s for s, n in sizes.items() for _ in range(n)])
+    for view, higher_is_better in (("meaning", True), ("language", False)):
+        c = compare_scores(a, b, labels=("x", "y"), view=view, n_resamples=300, seed=4)
+        assert (c.task, c.view, c.subset, c.metric, c.a, c.b) == (
+            "toy", view, "avg:all", "credit", "x", "y")
+        assert c.higher_is_better is higher_is_better  # less meaning in the language view
+        items_a, items_b = (np.concatenate([x.per_item[(view, s, "credit")] for s in sizes])
+                            for x in (a, b))
+        options = {"strata": strata, "n_resamples": 300, "seed": 4}
+        for got, test in ((c.bootstrap, paired_bootstrap), (c.permutation, paired_permutation)):
+            np.testing.assert_equal(asdict(got), asdict(test(items_a, items_b, **options)))
+
+
+def test_compare_all_skips_what_it_cannot_compare_and_goes_on():
+    """Only tasks both methods ran, with per-item scores, only views both have, only finite
+    main scores; a skipped task or view does not stop the ones after it."""
+    rng = np.random.default_rng(13)
+
+    def items(*views):
+        return {(v, "de", "credit"): rng.random(25) for v in views}
+
+    saved_y = _toy(items("meaning"), task="saved")
+    saved_y.per_item = {}  # as read back from JSON
+    t_x = _toy(items("meaning", "language"), task="t", main={"language": float("nan")})
+    t_y = _toy(items("meaning", "language"), task="t")
+    results = {"x": [_toy(items("meaning"), task="only_x"), _toy(items("meaning"), task="saved"),
+                     t_x],
+               "y": [saved_y, t_y]}
+    got = compare_all(results, views=("absent", "language", "meaning"), n_resamples=300, seed=5)
+    assert [(c.task, c.view, c.a, c.b) for c in got] == [("t", "meaning", "x", "y")]
+    want = compare_scores(t_x, t_y, labels=("x", "y"), n_resamples=300, seed=5)
+    np.testing.assert_equal(asdict(got[0]), asdict(want))
+    default = compare_all({"x": [t_x], "y": [t_y]}, views=("meaning",))
+    assert default[0].bootstrap.n_resamples == 2000
+    np.testing.assert_equal(asdict(default[0]), asdict(compare_scores(
+        t_x, t_y, labels=("x", "y"), n_resamples=2000, seed=0)))
+
+
+def test_compare_averaged_uses_the_task_statistic_also_for_a_single_run():
+    """A Spearman task (cosine and gold per item): the ensembles' scores are the per-subset
+    Spearman correlations of the seed-averaged cosines, averaged over subsets."""
+    rng = np.random.default_rng(14)
+    gold = {"en-de": rng.random(15), "en-fr": rng.random(10)}
+
+    def sts(noise):
+        return _toy({(("meaning", s, "cosine") if col else ("meaning", s, "gold")):
+                     (g + noise * rng.standard_normal(len(g)) if col else g)
+                     for s, g in gold.items() for col in (True, False)}, metric="spearman")
+
+    a, b = [sts(0.1)], [sts(0.5), sts(0.5)]
+    got = compare_averaged(a, b, n_resamples=300, seed=2)
+
+    def ensemble(runs):
+        return np.mean([stats.spearmanr(np.mean([r.per_item[("meaning", s, "cosine")]
+                                                 for r in runs], axis=0), g)[0]
+                        for s, g in gold.items()])
+
+    assert (got.score_a, got.score_b) == pytest.approx((ensemble(a), ensemble(b)))
+    assert got.n_items == 25 and got.n_resamples == 300
+
+
+def test_seed_comparisons_refuse_runs_on_other_items():
+    """A run with another number of items, or of columns per item (one retrieval direction
+    instead of two), is refused with the task and view named."""
+    one = _toy({("meaning", "de", "credit"): np.ones(6)})
+    more_items = _toy({("meaning", "de", "credit"): np.ones(7)})
+    two_columns = _toy({("meaning", "de", "xx2en"): np.ones(6),
+                        ("meaning", "de", "en2xx"): np.ones(6)})
+    message = (r"^toy \[meaning\]: the runs cover different items .*; evaluate all of them "
+               r"with the same task options$")
+    for compare in (compare_seeds, compare_averaged):
+        for other in (more_items, two_columns):
+            with pytest.raises(ShapeError, match=message):
+                compare([one], [one, other])
+
+
+def test_compare_seeds_is_the_seed_bootstrap_of_the_task_items():
+    rng = np.random.default_rng(15)
+    sizes = {"de": 12, "zh": 8}
+    a = [_seed_scores({s: rng.random(n) + 0.05 for s, n in sizes.items()}) for _ in range(2)]
+    b = [_seed_scores({s: rng.random(n) for s, n in sizes.items()}) for _ in range(2)]
+    strata = np.array([s for s, n in sizes.items() for _ in range(n)])
+
+    def items(run):
+        return np.concatenate([run.per_item[("meaning", s, "credit")] for s in sizes])
+
+    want = seed_bootstrap([items(r) for r in a], [items(r) for r in b], strata=strata,
+                          n_resamples=300, seed=6)
+    np.testing.assert_equal(asdict(compare_seeds(a, b, n_resamples=300, seed=6)), asdict(want))
+    for compare in (compare_seeds, compare_averaged):  # defaults: 2000 resamples, seed 0
+        default = compare(a, b)
+        assert default.n_resamples == 2000
+        np.testing.assert_equal(asdict(default),
+                                asdict(compare(a, b, n_resamples=2000, seed=0)))

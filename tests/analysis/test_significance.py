@@ -194,8 +194,10 @@ def test_permutation_of_an_undefined_score_has_no_p_value():
         for stat in ("pearson", "spearman"):
             for n_resamples in (256, 100):  # exact, Monte Carlo
                 res = paired_permutation(a, b_, statistic=stat, n_resamples=n_resamples)
-                assert np.isnan(res.delta) and np.isnan(res.p_value)
+                assert np.isnan([res.delta, res.p_value, res.ci_low, res.ci_high]).all()
                 assert res.n_resamples == 0 and res.n_items == 8
+                np.testing.assert_equal((res.score_a, res.score_b),
+                                        (score(a, stat), score(b_, stat)))
 
 
 def test_bootstrap_without_a_finite_resample_has_no_interval():

@@ -125,14 +125,13 @@ def paired_bootstrap(a, b, *, statistic: Statistic = "mean", strata=None,
     not_winning = int(np.sum(sign * d <= 0))
     p = (not_winning + 1) / (len(d) + 1)
     low, high = np.percentile(d, [2.5, 97.5]) if len(d) else (np.nan, np.nan)
-    return PairedTest(sa, sb, delta, float(min(p, 1.0)), float(low), float(high), len(a),
-                      len(d))
+    return PairedTest(sa, sb, delta, p, float(low), float(high), len(a), len(d))
 
 
 def _swap_masks(n: int, n_resamples: int, rng) -> tuple[np.ndarray, bool]:
     """(R, n) bool masks of swapped items: all 2^n when that fits in n_resamples."""
     if n <= 20 and 2 ** n <= n_resamples:
-        return np.array(list(itertools.product([False, True], repeat=n)), bool), True
+        return np.array(list(itertools.product([False, True], repeat=n))), True
     return rng.random((n_resamples, n)) < 0.5, False
 
 
@@ -147,18 +146,20 @@ def _exchangeable(x: np.ndarray, statistic: Statistic, groups: list[np.ndarray])
         col = x[g, 0]
         if statistic == "spearman":
             x[g, 0] = rankdata(col)
-        else:
-            std = col.std()
-            x[g, 0] = (col - col.mean()) / (std if std > 0 else 1.0)
+        else:  # std > 0: a constant column has an undefined score, not tested
+            x[g, 0] = (col - col.mean()) / col.std()
     return x
 
 
 def paired_permutation(a, b, *, statistic: Statistic = "mean", strata=None,
                        n_resamples: int = 2000, seed: int = 0) -> PairedTest:
-    """Paired permutation (swap) test, two-sided; see the module docstring."""
+    """Paired permutation (swap) test, two-sided; see the module docstring. When a score is
+    undefined (nan, e.g. a constant column of a correlation task) the p-value is nan."""
     a, b, groups = _prepare(a, b, strata)
     sa, sb = score(a, statistic, strata), score(b, statistic, strata)
     delta = sa - sb
+    if not np.isfinite(delta):  # a score is undefined (constant column): nothing to test
+        return PairedTest(sa, sb, delta, np.nan, np.nan, np.nan, len(a), 0)
     a, b = _exchangeable(a, statistic, groups), _exchangeable(b, statistic, groups)
     masks, exact = _swap_masks(len(a), n_resamples, np.random.default_rng(seed))
     extreme, total = 0, 0
@@ -172,8 +173,7 @@ def paired_permutation(a, b, *, statistic: Statistic = "mean", strata=None,
         extreme += int(np.sum(np.abs(d) >= abs(delta) - tol))
         total += len(d)
     p = extreme / total if exact else (extreme + 1) / (total + 1)
-    return PairedTest(sa, sb, delta, float(min(p, 1.0)), float("nan"), float("nan"), len(a),
-                      total, exact)
+    return PairedTest(sa, sb, delta, p, float("nan"), float("nan"), len(a), total, exact)
 
 
 # --- over evaluation results --------------------------------------------------------------
@@ -375,7 +375,7 @@ def holm(p_values: Sequence[float]) -> np.ndarray:
     p = np.asarray(p_values, np.float64)
     out = np.full(p.shape, np.nan)
     finite = np.flatnonzero(np.isfinite(p))
-    order = finite[np.argsort(p[finite], kind="stable")]
+    order = finite[np.argsort(p[finite])]  # tied p-values get equal adjusted ones
     m, running = len(order), 0.0
     for i, k in enumerate(order):
         running = max(running, min(1.0, (m - i) * p[k]))

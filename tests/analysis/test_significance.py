@@ -207,6 +207,7 @@ def test_bootstrap_without_a_finite_resample_has_no_interval():
     b = np.stack([gold + 0.1 * rng.standard_normal(8), gold], 1)
     res = paired_bootstrap(a, b, statistic="pearson", n_resamples=100)
     assert res.n_resamples == 0 and np.isnan(res.ci_low) and np.isnan(res.ci_high)
+    assert np.isnan(res.p_value)  # not 1.0: nothing was measured (as seed_bootstrap says)
 
 
 def test_defaults_are_2000_resamples_with_seed_0():

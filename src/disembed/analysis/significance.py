@@ -123,7 +123,9 @@ def paired_bootstrap(a, b, *, statistic: Statistic = "mean", strata=None,
     d = d[np.isfinite(d)]
     sign = 1.0 if delta >= 0 else -1.0
     not_winning = int(np.sum(sign * d <= 0))
-    p = (not_winning + 1) / (len(d) + 1)
+    # no finite resample, or an undefined score: no p-value either (as seed_bootstrap)
+    defined = len(d) > 0 and np.isfinite(delta)
+    p = (not_winning + 1) / (len(d) + 1) if defined else np.nan
     low, high = np.percentile(d, [2.5, 97.5]) if len(d) else (np.nan, np.nan)
     return PairedTest(sa, sb, delta, p, float(low), float(high), len(a), len(d))
 

@@ -194,6 +194,26 @@ def test_knn_keeps_running_lists_for_the_queries_only(monkeypatch):
     assert lists == [((30, 3), None), ((30, 3), (50, 3))]
 
 
+@pytest.mark.parametrize("precision", ["float32", "bfloat16"])
+def test_a_float64_torch_default_dtype_changes_nothing(precision):
+    """A process may set torch's default dtype to float64 (scientific code does): the search
+    still answers float32 scores, bit for bit those of the float32 default. It raised
+    (index_put of float32 candidates into a float64 tensor) before every float tensor of
+    the lists named its dtype."""
+    x, y = unit(80, 16, 32), unit(120, 16, 33)
+    options = KnnOptions(block_rows=16, block_cols=32, precision=precision, candidates=4, group=4)
+    want = knn_both(x, y, 3, options)
+    default = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        got = knn_both(x, y, 3, options)
+    finally:
+        torch.set_default_dtype(default)
+    for a, b in zip(got, want, strict=True):
+        assert a.dtype == b.dtype
+        np.testing.assert_array_equal(a, b)
+
+
 def _rounded_dots(q, db, pairs):
     """float32 of each exact dot product (float32 products are exact in float64; fsum
     rounds their sum once)."""

@@ -1,5 +1,6 @@
 """The exact block-wise k-NN and faiss backends against the numpy brute-force reference."""
 
+import importlib
 import logging
 import math
 import warnings
@@ -173,6 +174,44 @@ def test_the_progress_bar_counts_every_query_row_once_per_database_chunk(monkeyp
     summary = capsys.readouterr().err.rstrip("\n").split("\n")[-1].split("\r")[-1]
     assert summary.startswith("k-NN: 100%") and " 90/90 " in summary, summary
     assert "row/s" in summary or "s/row" in summary, summary
+
+
+def test_knn_keeps_running_lists_for_the_queries_only(monkeypatch):
+    """Memory (module docstring: the running lists are (n, k) per direction): the one-way
+    search builds no lists for the database rows, which for a large database would be its
+    size times k' entries; knn_both builds them for both sides."""
+    knn_module = importlib.import_module("disembed.retrieval.knn")  # the package shadows it
+    scan, lists = knn_module._scan, []
+
+    def recording_scan(x, y, fwd, bwd, opt, dtype):
+        lists.append((tuple(fwd.values.shape), None if bwd is None else tuple(bwd.values.shape)))
+        scan(x, y, fwd, bwd, opt, dtype)
+
+    monkeypatch.setattr(knn_module, "_scan", recording_scan)
+    x, y, options = unit(30, 8, 30), unit(50, 8, 31), KnnOptions(precision="float32")
+    assert_same_neighbours(*knn(x, y, 3, options), *brute_force_knn(x, y, 3))
+    knn_both(x, y, 3, options)
+    assert lists == [((30, 3), None), ((30, 3), (50, 3))]
+
+
+@pytest.mark.parametrize("precision", ["float32", "bfloat16"])
+def test_a_float64_torch_default_dtype_changes_nothing(precision):
+    """A process may set torch's default dtype to float64 (scientific code does): the search
+    still answers float32 scores, bit for bit those of the float32 default. It raised
+    (index_put of float32 candidates into a float64 tensor) before every float tensor of
+    the lists named its dtype."""
+    x, y = unit(80, 16, 32), unit(120, 16, 33)
+    options = KnnOptions(block_rows=16, block_cols=32, precision=precision, candidates=4, group=4)
+    want = knn_both(x, y, 3, options)
+    default = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        got = knn_both(x, y, 3, options)
+    finally:
+        torch.set_default_dtype(default)
+    for a, b in zip(got, want, strict=True):
+        assert a.dtype == b.dtype
+        np.testing.assert_array_equal(a, b)
 
 
 def _rounded_dots(q, db, pairs):

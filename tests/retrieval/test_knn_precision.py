@@ -8,6 +8,7 @@ import pytest
 import torch
 from knn_check import assert_exact_knn
 
+from disembed.exceptions import ConfigError
 from disembed.retrieval import KnnOptions, knn
 
 
@@ -81,7 +82,28 @@ def test_auto_precision_follows_the_probe(monkeypatch):
 
 @pytest.mark.parametrize("kwargs", [{"precision": "int8"}, {"group": 0}, {"candidates": 0}])
 def test_bad_options(kwargs):
-    from disembed.exceptions import ConfigError
-
     with pytest.raises(ConfigError):
         KnnOptions(**kwargs)
+
+
+@pytest.mark.parametrize("bad", [0, -3])
+@pytest.mark.parametrize("field", ["block_rows", "block_cols", "chunk_rows", "group"])
+def test_each_block_size_below_one_is_refused_with_all_four_sizes_named(field, bad):
+    """Refused when the options are made (not as a range() error deep in the scan)."""
+    sizes = {"block_rows": 5, "block_cols": 6, "chunk_rows": 7, "group": 8}
+    sizes[field] = bad  # in place: the message lists the sizes in this order
+    message = ("block_rows, block_cols, chunk_rows and group must be >= 1, got "
+               + ", ".join(map(str, sizes.values())))
+    with pytest.raises(ConfigError, match=f"^{re.escape(message)}$"):
+        KnnOptions(**sizes)
+
+
+def test_sizes_and_candidates_of_one_are_allowed_and_zero_is_refused():
+    x, y = near_ties(7)
+    ones = KnnOptions(block_rows=1, block_cols=1, chunk_rows=1, group=1, precision="float32")
+    assert_exact_knn(*knn(x[:5], y, 2, ones), x[:5], y, 2)
+    assert KnnOptions(candidates=1).widened(4, "bfloat16") == 4  # never fewer than k
+    with pytest.raises(ConfigError, match="^candidates must be >= 1, got 0$"):
+        KnnOptions(candidates=0)
+    with pytest.raises(ConfigError, match="^candidates must be >= 1, got -2$"):
+        KnnOptions(candidates=-2)

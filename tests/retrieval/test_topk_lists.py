@@ -131,3 +131,31 @@ def test_new_column_lists_are_screened_by_their_kth_group_maximum(monkeypatch):
     np.testing.assert_array_equal(fwd.values.numpy(), -np.sort(-S, axis=1)[:, :2])
     np.testing.assert_array_equal(bwd.values.numpy(), -np.sort(-S.T, axis=1)[:, :2])
     assert calls == []
+
+
+def test_row_lists_are_merged_densely_only_until_they_are_full():
+    """Module docstring: a row list not yet full takes a dense top-k of the block; once a row
+    block's lists are full, later blocks reach them through the screen only. Fullness is that
+    of the block's own rows: row blocks fed out of order, and lists never fed, change nothing."""
+    S = np.random.default_rng(6).random((40, 60)).astype(np.float32)
+    S[:, :12] += 1  # every row's best three in the first column block ...
+    S[22, 50] = S[13, 30] = 3  # ... but two, which the screen must find
+    lists = TopKLists(40, 3)
+    merge_dense, dense_starts = lists.merge_dense, []
+
+    def recording_merge_dense(start, vals, idx):
+        dense_starts.append(start)
+        merge_dense(start, vals, idx)
+
+    lists.merge_dense = recording_merge_dense
+    for r0 in (20, 10):  # rows 0..10 and 30..40 are never fed
+        for c0 in range(0, 60, 12):
+            update_both(torch.from_numpy(S[r0 : r0 + 10, c0 : c0 + 12].copy()), 10, lists, r0,
+                        None, c0, group=5)
+    assert dense_starts == [20, 10]
+    want = np.argsort(-S[10:30], axis=1)[:, :3]
+    np.testing.assert_array_equal(lists.indices[10:30].numpy(), want)
+    np.testing.assert_array_equal(lists.values[10:30].numpy(),
+                                  np.take_along_axis(S[10:30], want, 1))
+    assert lists.indices[13, 0] == 30 and lists.indices[22, 0] == 50  # the screen found them
+    assert (lists.indices[:10] == -1).all() and (lists.indices[30:] == -1).all()

@@ -75,7 +75,7 @@ class TopKLists:
         starts = rank == 0
         touched = rows[starts]  # (u,) ascending, one per list
         slot = torch.cumsum(starts, 0) - 1  # which touched list each candidate belongs to
-        new_v = torch.full((len(touched), k), -torch.inf)
+        new_v = torch.full((len(touched), k), -torch.inf, dtype=torch.float32)
         new_i = torch.full((len(touched), k), -1, dtype=torch.int64)
         new_v[slot, rank] = vals.float()
         new_i[slot, rank] = idx

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import importlib.util
 import json
 import os
 import re
@@ -264,6 +265,10 @@ def survivors_markdown(mutants: list[Mutant]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if importlib.util.find_spec("mutmut") is None:
+        raise SystemExit(f"mutmut is not installed for {sys.executable}: install the "
+                         "pinned version with  pip install -e '.[dev,mutation]'  and run this "
+                         "script with that environment's python")
     modules = [m for g in args.groups.split(",") for m in GROUPS[g]]
     tree = args.workdir / "tree"
     if args.fresh and tree.exists():

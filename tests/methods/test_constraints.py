@@ -12,7 +12,10 @@ from disembed.methods.constraints import (
     BatchViews,
     Term,
     _InverseNorm,
+    add_weights,
+    check_weights,
     cos,
+    masked_mean,
     needs_of,
     orthogonality,
     orthogonality_abs,
@@ -56,7 +59,8 @@ def _views(gen, B=6, d=5, dtype=torch.float64):
 
 
 @pytest.mark.parametrize("a, b", [("s_M", "t_M"), ("s_L", "sn_L"), ("t_M", "tn_M"),
-                                  ("s", "s_M+sn_L"), ("t", "s_M+t_L"), ("s_M", "s_L")])
+                                  ("s", "s_M+sn_L"), ("t", "s_M+t_L"), ("s_M", "s_L"),
+                                  ("s", "sn_M+sn_L")])
 def test_view_cosine_equals_the_cosine_of_the_rows_with_its_gradient(a, b):
     """``BatchViews.cos`` (dot product x cached inverse norms, negatives' norms gathered)
     against the plain unit-vector cosine, values and gradients, in float64."""
@@ -136,3 +140,41 @@ def test_a_missing_optional_view_is_named_with_what_to_do():
         "this constraint term needs the batch views ['t_adv'], which this recipe's head does "
         "not produce (language ids, a language classifier or a discriminator); use a recipe "
         "that has them")
+
+
+@pytest.mark.parametrize("negative, base", [("sn_M", "s_M"), ("tn_L", "t_L"), ("sn", "s")])
+def test_a_gathered_negative_reuses_its_base_views_inverse_norms(negative, base):
+    """The inverse norms of an in-batch negative are picked from its base view's (one norm
+    pass per view per batch, not one per negative), and equal the direct computation."""
+    x, views = _views(torch.Generator().manual_seed(5))
+    got = views.inv_norm(negative)
+    assert base in views._inv_norms  # the shortcut was taken
+    direct = 1 / torch.linalg.vector_norm(getattr(views, negative), dim=-1).clamp_min(EPS)
+    torch.testing.assert_close(got, direct, rtol=1e-12, atol=0)
+    # a sum of negatives is not a gathered view: computed from its own rows
+    fresh = _views(torch.Generator().manual_seed(5))[1]
+    fresh.inv_norm("sn_M+sn_L")
+    assert set(fresh._inv_norms) == {"sn_M+sn_L"}
+
+
+def test_masked_mean_averages_the_selected_rows_only():
+    x = torch.tensor([1.0, 2.0, 4.0, 8.0])
+    assert masked_mean(x, torch.tensor([0.0, 0.0, 1.0, 0.0])).item() == 4.0  # one row
+    assert masked_mean(x, torch.tensor([1.0, 0.0, 0.0, 1.0])).item() == 4.5
+    assert masked_mean(x, torch.zeros(4)).item() == 0.0  # no row: 0, not nan
+
+
+def test_check_weights_names_unknown_terms_and_refuses_none():
+    with pytest.raises(ConfigError) as err:
+        check_weights({"translation_meaning_pull": 1.0, "no_such_term": 2.0})
+    assert str(err.value) == (f"unknown constraint term(s) ['no_such_term']; known terms: "
+                              f"{sorted(TERMS)}")
+    with pytest.raises(ConfigError) as err:
+        check_weights({})
+    assert str(err.value) == "a recipe needs at least one constraint term with a weight"
+    assert check_weights({"translation_meaning_pull": 2}) == {"translation_meaning_pull": 2.0}
+
+
+def test_add_weights_sums_a_term_present_in_several_presets():
+    assert add_weights({"a": 1, "b": 0.5}, {"b": 2, "c": 3}) == {"a": 1.0, "b": 2.5, "c": 3.0}
+    assert all(type(w) is float for w in add_weights({"a": 1}).values())

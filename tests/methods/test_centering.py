@@ -168,3 +168,68 @@ def test_mean_centering_map_subtracts_each_languages_mean(centring, toy_pairs):
         np.testing.assert_allclose(apply_map(mmap, X, lang), X - mu, atol=1e-5)
     mu = np.mean(list(means.values()), axis=0)
     np.testing.assert_allclose(apply_map(mmap, X, GLOBAL_ROUTE), X - mu, atol=1e-5)
+
+
+def _two_language_centring(policy, dtype=np.float32):
+    """A bare MeanCentering (no language identifier in front) on two languages whose means
+    are far apart: de around +3, en around -3 on every axis."""
+    from disembed.methods.mean_centering import MeanCentering
+
+    g = np.random.default_rng(0)
+    src = (g.normal(size=(20, 4)) * 0.1 + 3.0).astype(dtype)
+    tgt = (g.normal(size=(20, 4)) * 0.1 - 3.0).astype(dtype)
+    return MeanCentering(unknown_language=policy).fit(src, tgt, "de", "en"), src, tgt
+
+
+def test_nearest_fallback_centres_each_row_with_its_closest_training_mean():
+    """``unknown_language="nearest"`` on the recipe itself, where no language identifier
+    chose the language first (a model saved before identifiers existed): row by row, the
+    training mean at the smallest Euclidean distance, so rows of one call may differ."""
+    model, src, tgt = _two_language_centring("nearest")
+    model.language_id_ = None  # as a model saved before it had an identifier loads
+    X = np.array([[2.5, 2.5, 2.5, 2.5], [-2.0, -2.0, -2.0, -2.0], [0.5, 0.4, 0.6, 0.5],
+                  [-0.1, -0.2, 0.0, -0.1]], np.float32)
+    mu = {"de": src.mean(axis=0), "en": tgt.mean(axis=0)}
+    want = np.stack([mu["de"], mu["en"], mu["de"], mu["en"]])
+    np.testing.assert_allclose(model.language(X, "fr"), want, rtol=1e-6)
+    np.testing.assert_allclose(model.meaning(X, "fr"), X - want, rtol=1e-6)
+    # batch invariance: each row alone gets the same mean
+    for i in range(len(X)):
+        np.testing.assert_array_equal(model.meaning(X[i:i + 1], "fr")[0], model.meaning(X, "fr")[i])
+
+
+def test_unknown_language_error_and_the_one_log_line_per_language(caplog):
+    model, _, _ = _two_language_centring("error")
+    with pytest.raises(ConfigError) as err:
+        model.meaning(np.zeros((1, 4), np.float32), "fr")
+    assert str(err.value) == (
+        "mean-centering has no mean for language 'fr'; it was fitted on ['de', 'en']. Fit on "
+        "data with that language, calibrate it (disembed calibrate), or use "
+        "unknown_language='nearest' or 'global'")
+    model, _, _ = _two_language_centring("global")
+    with caplog.at_level("INFO", logger="disembed.methods.mean_centering"):
+        for _ in range(3):
+            model.meaning(np.zeros((2, 4), np.float32), ["fr", "sw"])
+    lines = [r.getMessage() for r in caplog.records]
+    assert sorted(lines) == ["mean-centering: 'fr' unseen in training, using the global mean",
+                             "mean-centering: 'sw' unseen in training, using the global mean"]
+
+
+def test_a_bad_unknown_language_policy_says_what_is_allowed():
+    from disembed.methods.mean_centering import check_unknown_language
+
+    with pytest.raises(ConfigError) as err:
+        check_unknown_language("closest")
+    assert str(err.value) == ("unknown_language must be 'nearest', 'global' or 'error'; "
+                              "got 'closest'")
+    with pytest.raises(ConfigError) as err:
+        check_unknown_language("batch")
+    assert str(err.value) == (
+        "unknown_language must be 'nearest', 'global' or 'error'; got 'batch' ('batch', "
+        "centring by the rows of the call, was removed: a sentence's meaning must not depend "
+        "on the rest of the call)")
+
+
+def test_means_are_float32_whatever_the_input_precision():
+    model, _, _ = _two_language_centring("global", dtype=np.float64)
+    assert model.means_.dtype == np.float32

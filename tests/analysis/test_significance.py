@@ -485,3 +485,73 @@ def test_compare_seeds_is_the_seed_bootstrap_of_the_task_items():
         assert default.n_resamples == 2000
         np.testing.assert_equal(asdict(default),
                                 asdict(compare(a, b, n_resamples=2000, seed=0)))
+
+
+def test_paired_inputs_are_checked_with_messages_that_say_what_was_given():
+    """Issue 21.1 survivors: the shape checks of every paired test, word for word."""
+    with pytest.raises(ShapeError) as err:
+        paired_bootstrap([1.0, 2.0, 3.0], [1.0, 2.0, 3.0, 4.0])
+    assert str(err.value) == ("paired tests need two (n, k) arrays of equal shape with n >= 2; "
+                              "got (3, 1) and (4, 1)")
+    for bad in (np.zeros((1, 1)), np.zeros((2, 2, 2))):  # one item; not (n, k)
+        with pytest.raises(ShapeError, match="paired tests need two"):
+            paired_bootstrap(bad, bad)
+    assert paired_bootstrap([1.0, 2.0], [0.0, 1.5], n_resamples=10).n_items == 2  # n = 2 is fine
+    with pytest.raises(ShapeError) as err:
+        paired_bootstrap([1.0, 2.0, 3.0], [1.0, 2.0, 3.0], strata=["a", "b"])
+    assert str(err.value) == "strata must hold one label per item (3); got (2,)"
+    with pytest.raises(ShapeError) as err:
+        batched_statistic(np.zeros((1, 4, 1)), "pearson")
+    assert str(err.value) == "pearson needs items with (system, gold) columns; got 1 column(s)"
+    with pytest.raises(ConfigError) as err:
+        batched_statistic(np.zeros((1, 4, 2)), "kendall")
+    assert str(err.value) == "statistic must be 'mean', 'pearson' or 'spearman'; got 'kendall'"
+
+
+def test_scores_are_computed_in_float64_whatever_the_input_precision():
+    x = np.random.default_rng(3).normal(size=(4001, 2)).astype(np.float32)
+    assert score(x) == float(np.mean(x.astype(np.float64)))  # the default statistic: mean
+    assert score(x, "pearson") == score(x.astype(np.float64), "pearson")
+    t32 = paired_bootstrap(x[:, :1], x[:, 1:], n_resamples=50)
+    t64 = paired_bootstrap(x[:, :1].astype(np.float64), x[:, 1:].astype(np.float64),
+                           n_resamples=50)
+    assert (t32.delta, t32.ci_low, t32.ci_high) == (t64.delta, t64.ci_low, t64.ci_high)
+
+
+def test_bootstrap_p_is_nan_when_no_resample_is_finite_and_counts_a_single_one():
+    """Pearson on two items: a resample that draws one item twice has no correlation.
+    With one such resample only, p is nan (nothing measured), not 1.0; with one finite
+    resample, p = (not winning + 1) / 2."""
+    a = np.array([[1.0, 1.0], [2.0, 3.0]])
+    b = np.array([[1.0, 2.0], [2.0, 1.0]])
+    seeds = {}
+    for seed in range(50):
+        draw = np.random.default_rng(seed).integers(0, 2, size=(1, 2))[0]
+        seeds.setdefault(bool(draw[0] == draw[1]), seed)
+    none_finite = paired_bootstrap(a, b, statistic="pearson", n_resamples=1,
+                                   seed=seeds[True])
+    assert none_finite.n_resamples == 0 and np.isnan(none_finite.p_value)
+    one = paired_bootstrap(a, b, statistic="pearson", n_resamples=1, seed=seeds[False])
+    assert one.n_resamples == 1 and one.p_value in (0.5, 1.0)
+
+
+def test_task_items_follow_the_members_columns_and_metric_given():
+    from disembed.analysis.significance import task_items
+
+    scores = _toy({("meaning", "a", "cosine"): [0.1, 0.2, 0.3],
+                   ("meaning", "b", "cosine"): [0.4, 0.5]})
+    items, strata, statistic = task_items(scores, "meaning", members=["b"])  # only b
+    np.testing.assert_array_equal(items, [[0.4], [0.5]])
+    assert strata.tolist() == ["b", "b"] and statistic == "mean"  # no gold column: the mean
+    items, strata, _ = task_items(scores, "meaning")  # default: every subset averaged
+    assert items.shape == (5, 1) and strata.tolist() == ["a"] * 3 + ["b"] * 2
+    with pytest.raises(ConfigError) as err:
+        task_items(scores, "language")
+    assert str(err.value) == (
+        "toy: no per-item scores for view 'language', subset 'a'. Per-item scores exist only "
+        "in TaskScores from a fresh evaluate() call (they are not saved in result JSON); "
+        "re-run the evaluation in this process")
+    graded = _toy({("meaning", "a", "cosine"): [0.1, 0.2], ("meaning", "a", "gold"): [1.0, 2.0]})
+    with pytest.raises(ConfigError) as err:  # system and gold columns, metric 'credit'
+        task_items(graded, "meaning")
+    assert str(err.value) == "toy: cannot test metric 'credit'"

@@ -343,3 +343,19 @@ def test_optimizer_state_round_trips_exactly_whatever_its_slots():
         for name, value in slots.items():
             got = back["state"][pid][name]
             assert torch.equal(got, value) if torch.is_tensor(value) else got == value
+
+
+def test_a_pickled_legacy_checkpoint_is_moved_aside_with_a_warning_naming_both_paths(
+        tmp_path, caplog):
+    """Issue 21.1 survivors: the warning's wording and both paths it names."""
+    from disembed.training.checkpoint import LEGACY_NAME, _retire_legacy
+
+    legacy = tmp_path / LEGACY_NAME
+    legacy.write_bytes(b"not unpickled")
+    with caplog.at_level("WARNING", logger="disembed.training.checkpoint"):
+        _retire_legacy(tmp_path)
+    aside = tmp_path / (LEGACY_NAME + ".stale")
+    assert not legacy.exists() and aside.read_bytes() == b"not unpickled"
+    assert [r.getMessage() for r in caplog.records] == [
+        f"{legacy} is a pickled checkpoint of an older disembed; it is not read (no "
+        f"unpickling) and was moved to {aside}"]

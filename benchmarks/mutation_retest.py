@@ -17,13 +17,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from mutation_testing import ROOT, mutant_env
 
 
 def tests_for(key: str, stats: dict) -> list[str]:
@@ -34,10 +33,7 @@ def tests_for(key: str, stats: dict) -> list[str]:
 
 
 def retest(key: str, mutants: Path, tests: list[str], cwd: Path, limit: float) -> str:
-    env = dict(os.environ, PYTHONPATH=str(mutants / "src"), MUTANT_UNDER_TEST=key,
-               OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", DISEMBED_NUM_THREADS="1",
-               DISEMBED_PROGRESS="0", PYTHONHASHSEED="0")
-    env.pop("DISEMBED_CACHE_DIR", None)
+    env = dict(mutant_env(), PYTHONPATH=str(mutants / "src"), MUTANT_UNDER_TEST=key)
     cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *tests]
     try:
         done = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, timeout=limit)

@@ -138,15 +138,23 @@ def write_config(tree: Path, modules: list[str]) -> None:
     (tree / "pyproject.toml").write_text(text + section)
 
 
-def run_mutmut(tree: Path, max_children: int, names: list[str] = ()) -> None:
-    """``mutmut run`` in ``tree``: the mutants not tested yet (new, or of a changed
-    function), or exactly ``names`` again."""
+def mutant_env() -> dict[str, str]:
+    """The environment the tests of a mutant run in: one thread, no bars, a fixed hash seed,
+    the user's embedding cache left alone, and ../shared/data (the tests' default, seen
+    from the scratch copy) named explicitly."""
     env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", DISEMBED_NUM_THREADS="1",
                DISEMBED_PROGRESS="0", PYTHONHASHSEED="0")
     env.pop("DISEMBED_CACHE_DIR", None)
-    data = ROOT.parent / "shared" / "data"  # the tests' default, seen from the scratch copy
+    data = ROOT.parent / "shared" / "data"
     if "DISEMBED_DATA_DIR" not in env and data.is_dir():
         env["DISEMBED_DATA_DIR"] = str(data)
+    return env
+
+
+def run_mutmut(tree: Path, max_children: int, names: list[str] = ()) -> None:
+    """``mutmut run`` in ``tree``: the mutants not tested yet (new, or of a changed
+    function), or exactly ``names`` again."""
+    env = mutant_env()
     cmd = [sys.executable, "-m", "mutmut", "run", "--max-children", str(max_children)]
     print(f"[mutation] {' '.join(cmd)} {f'<{len(names)} mutants again>' if names else ''} "
           f"(in {tree})", file=sys.stderr, flush=True)

@@ -11,9 +11,14 @@ import pytest
 
 from disembed.cli import main
 from disembed.encoders import HashEncoder
-from disembed.exceptions import ConfigError
-from disembed.mining import MineConfig, mine_files, write_pairs
-from disembed.mining.distributed import InProcess, connect, mine_distributed
+from disembed.exceptions import ConfigError, DataError
+from disembed.mining import MineConfig, mine_embeddings, mine_files, normalize_rows, write_pairs
+from disembed.mining.distributed import (
+    InProcess,
+    connect,
+    mine_distributed,
+    mine_embeddings_distributed,
+)
 
 distributed = importlib.import_module("disembed.mining.distributed")
 
@@ -142,3 +147,120 @@ def test_cli_cluster_meaning_view_writes_what_mine_writes(tmp_path, monkeypatch,
     one = (tmp_path / "one.tsv").read_bytes()
     assert (tmp_path / "c.tsv").read_bytes() == one
     assert one != (tmp_path / "raw.tsv").read_bytes() and one.count(b"\n") > 10
+
+
+# --------------------------------------------------------------- precomputed embeddings
+
+
+def planted(n_src=130, n_tgt=170, d=24, seed=0):
+    """Unnormalised source and target rows; targets 30.. are noisy copies of sources 0..n."""
+    rng = np.random.default_rng(seed)
+    x = (rng.standard_normal((n_src, d)) * rng.uniform(0.5, 3.0, (n_src, 1))).astype(np.float32)
+    y = rng.standard_normal((n_tgt, d)).astype(np.float32)
+    y[30:30 + 90] = 2.0 * x[:90] + 0.3 * rng.standard_normal((90, d)).astype(np.float32)
+    return x, y
+
+
+def save_pair(tmp_path, x, y):
+    np.save(tmp_path / "x.npy", x)
+    np.save(tmp_path / "y.npy", y)
+    return tmp_path / "x.npy", tmp_path / "y.npy"
+
+
+@pytest.mark.parametrize("cfg", [MineConfig(k=4), MineConfig(k=3, mode="intersection"),
+                                 MineConfig(k=4, margin="distance", mode="forward", top=40),
+                                 MineConfig(k=2, threshold=1.02, mode="backward")])
+def test_embeddings_on_shards_mine_what_one_process_mines(tmp_path, cfg):
+    """Precomputed, unnormalised embeddings in shards of 40 rows (uneven last shards) give
+    exactly :func:`mine_embeddings`' pairs and scores on the normalised rows."""
+    x, y = planted()
+    xs, ys = save_pair(tmp_path, x, y)
+    mined = mine_embeddings_distributed(xs, ys, run_dir=tmp_path / "r", config=cfg,
+                                        shard_rows=40, executor=InProcess())
+    one = mine_embeddings(normalize_rows(x), normalize_rows(y), cfg)
+    assert len(list((tmp_path / "r").glob("src-emb-*.npy"))) == 4  # 130 rows: 40+40+40+10
+    assert len(list((tmp_path / "r").glob("tgt-emb-*.npy"))) == 5
+    np.testing.assert_array_equal(mined.score, one.score)
+    np.testing.assert_array_equal(mined.src, one.src)
+    np.testing.assert_array_equal(mined.tgt, one.tgt)
+    assert mined.backend == "exact" and mined.k == cfg.k and len(mined) > 0
+    if cfg.mode == "max-score":  # the planted translations are found
+        found = set(zip(mined.src.tolist(), mined.tgt.tolist(), strict=True))
+        assert sum((i, 30 + i) in found for i in range(90)) >= 85
+
+
+def test_embedding_shards_are_reused_and_a_changed_file_gets_new_ones(tmp_path, monkeypatch):
+    x, y = planted()
+    xs, ys = save_pair(tmp_path, x, y)
+    made = []
+    real = shard_search_module().save_npy
+
+    def counting(out, X):
+        made.append(str(out).rsplit("/", 1)[-1])
+        return real(out, X)
+
+    monkeypatch.setattr(distributed, "save_npy", counting)
+    run = dict(run_dir=tmp_path / "r", config=MineConfig(k=3), shard_rows=50,
+               executor=InProcess())
+    first = mine_embeddings_distributed(xs, ys, **run)
+    assert len(made) == 3 + 4
+    again = mine_embeddings_distributed(xs, ys, **run)
+    assert len(made) == 3 + 4  # nothing cut again
+    np.testing.assert_array_equal(first.score, again.score)
+    x[7] += 1.0  # one row of the source file changes: its shards get new names
+    np.save(xs, x)
+    mine_embeddings_distributed(xs, ys, **run)
+    assert len(made) == 3 + 4 + 3
+    assert len({m for m in made if m.startswith("src")}) == 6
+    assert len({m for m in made if m.startswith("tgt")}) == 4
+
+
+def shard_search_module():
+    return importlib.import_module("disembed.mining.shard_search")
+
+
+def test_embeddings_on_approximate_shards_find_the_exact_pairs(tmp_path):
+    pytest.importorskip("faiss", reason="faiss not installed: pip install 'disembed[faiss]'")
+    x, y = planted(600, 700, d=32, seed=1)
+    xs, ys = save_pair(tmp_path, x, y)
+    common = dict(run_dir=tmp_path / "r", shard_rows=250, executor=InProcess())
+    exact = mine_embeddings_distributed(xs, ys, config=MineConfig(k=4, backend="exact"),
+                                        **common)
+    approx = mine_embeddings_distributed(
+        xs, ys, config=MineConfig(k=4, backend="approx", backend_options={"recall": 0.95}),
+        **common)
+    assert approx.backend == "approx"
+    pairs = lambda m: set(zip(m.src.tolist(), m.tgt.tolist(), strict=True))  # noqa: E731
+    planted_pairs = {(i, 30 + i) for i in range(90)}
+    assert len(planted_pairs & pairs(exact)) >= 85
+    assert len(planted_pairs & pairs(approx)) >= len(planted_pairs & pairs(exact)) - 2
+
+
+def test_bad_embedding_inputs_are_clear_errors(tmp_path):
+    x, y = planted()
+    xs, ys = save_pair(tmp_path, x, y)
+    run = dict(run_dir=tmp_path / "r", executor=InProcess())
+    with pytest.raises(DataError, match=r"source embeddings .*nope.npy: no such file; "
+                                        r"expected an \(n, d\) .npy matrix"):
+        mine_embeddings_distributed(tmp_path / "nope.npy", ys, **run)
+    np.save(tmp_path / "flat.npy", y[0])
+    with pytest.raises(DataError, match=r"target embeddings .*flat.npy: shape \(24,\), dtype "
+                                        r"float32; expected a non-empty \(n, d\) matrix"):
+        mine_embeddings_distributed(xs, tmp_path / "flat.npy", **run)
+    np.save(tmp_path / "words.npy", np.array([["a", "b"]]))
+    with pytest.raises(DataError, match=r"shape \(1, 2\), dtype <U1; expected"):
+        mine_embeddings_distributed(xs, tmp_path / "words.npy", **run)
+    (tmp_path / "text.npy").write_text("not numpy")
+    with pytest.raises(DataError, match="text.npy: not a readable .npy file"):
+        mine_embeddings_distributed(tmp_path / "text.npy", ys, **run)
+    np.save(tmp_path / "narrow.npy", y[:, :10])
+    with pytest.raises(DataError, match="source embeddings have 24 dimensions and target "
+                                        "embeddings 10; both sides must come from the same"):
+        mine_embeddings_distributed(xs, tmp_path / "narrow.npy", **run)
+    with pytest.raises(ConfigError, match="must be the path of a .npy file .* got a ndarray; "
+                                          "save an array with numpy.save, or mine it in this "
+                                          "process with mine_embeddings"):
+        mine_embeddings_distributed(x, ys, **run)
+    with pytest.raises(ConfigError, match="shard_rows must be >= 1, got 0"):
+        mine_embeddings_distributed(xs, ys, shard_rows=0, **run)
+    assert not (tmp_path / "r").exists()  # nothing written for a refused call

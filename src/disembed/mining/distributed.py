@@ -10,21 +10,19 @@ Steps (each a task; the driver holds only k-NN lists and candidates):
    writes ``<run_dir>/<side>-<key>-<i>.npy`` atomically. The key hashes the input's bytes,
    the encoder, the view and the row range: a shard already there is reused (the run
    resumes by shard), a changed input gets new shards.
-3. Search, by the backend :func:`~disembed.retrieval.search.resolve_backend` picks for
-   ``n x m`` (``auto``: exact up to 200k x 200k, approximate above; on a cluster this is
-   not measured per run as on one machine, :mod:`~disembed.retrieval.auto`):
-
-   * exact: ``knn_pair`` for every (source shard, target shard) pair, both directions from
-     one pass of products;
-   * approximate: the driver trains one IVF quantiser per side on a sample of that side's
-     shards; ``fill_shard_index`` tasks build one index per shard from it (written to the
-     run folder); the driver chooses ``nprobe`` for the recall target on 1,000 sampled
-     queries against all shards (:func:`~disembed.retrieval.approximate.choose_nprobe_sharded`);
-     ``approx_pair`` tasks search every source shard in every target shard's index and back.
-
+3. Search (:mod:`.shard_search`), by the backend
+   :func:`~disembed.retrieval.search.resolve_backend` picks for ``n x m`` (``auto``: exact
+   up to 200k x 200k, approximate above; on a cluster this is not measured per run as on
+   one machine, :mod:`~disembed.retrieval.auto`): exact, one task per shard pair, both
+   directions from one pass of products; approximate, one IVF index per shard.
 4. The driver merges the partial lists of each row (top-k of the union, indices shifted
    to global rows) and computes margins and candidates as the single-process path does:
    with the exact backend the mined pairs equal :func:`.mine.mine_files`'s.
+
+:func:`mine_embeddings_distributed` runs steps 3 and 4 on embeddings computed elsewhere
+(``.npy`` files, GPU nodes for instance): ``slice_shard`` tasks cut them into unit-row
+shards in the run folder (resumable the same way), and the mined pairs equal
+:func:`.mine.mine_embeddings`'s on the normalised rows.
 
 Tasks run on an executor: :class:`RayExecutor` (``connect("local:4")``, ``"auto"``,
 ``"ray://host:10001"``) or :class:`InProcess` (the same steps in this process: tests,
@@ -36,31 +34,36 @@ bytes. One progress bar counts the tasks done over the whole job.
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import logging
 import os
 import re
 import time
-from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable
 
 import numpy as np
 
 from ..encoders import load_encoder
 from ..encoders.cached import cached
-from ..exceptions import ConfigError, require
-from ..progress import progress_bar
-from ..retrieval.knn import canonical_lists, knn_both, normalize_rows
+from ..exceptions import ConfigError, DataError, require
+from ..retrieval.knn import normalize_rows
 from ..retrieval.margin import candidates, select
-from ..retrieval.search import resolve_backend
 from ..saved_model import SavedModel
-from ..util.files import atomic_write_bytes
+from ..util.files import sha256_file
 from ..util.locks import folder_lock
 from .collection import Collection, _parse
 from .inputs import gather_inputs
 from .mine import MineConfig, Mined, open_collection
+from .shard_search import (  # noqa: F401  (knn_pair, merge_lists: the tasks' public names)
+    ShardJob,
+    job_bar,
+    knn_pair,
+    merge_lists,
+    save_npy,
+    search_shards,
+    shard_ranges,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -143,63 +146,11 @@ def encode_shard(path: str, fmt: str, offsets: np.ndarray, encoder: dict, out: s
     X = enc.encode(texts, batch_size=batch_size)
     if model_dir:
         X = SavedModel.load(model_dir).disentangler.meaning(X, language)
-    _save_npy(out, normalize_rows(X))
+    save_npy(out, normalize_rows(X))
     return out
-
-
-def knn_pair(x_path: str, y_path: str, k: int) -> tuple[np.ndarray, ...]:
-    """Exact k-NN lists of one shard pair, both directions (local row indices)."""
-    x, y = np.load(x_path, mmap_mode="r"), np.load(y_path, mmap_mode="r")
-    D_xy, I_xy, D_yx, I_yx = knn_both(x, y, min(k, len(x), len(y)))
-    return (*canonical_lists(x, y, D_xy, I_xy), *canonical_lists(y, x, D_yx, I_yx))
-
-
-def fill_shard_index(trained_path: str, shard_path: str, out: str) -> str:
-    """The trained empty index of ``trained_path`` filled with one shard, written to ``out``."""
-    from ..retrieval.approximate import fill_index
-    from ..retrieval.faiss_backend import _faiss
-
-    if Path(out).exists():
-        return out
-    faiss = _faiss()
-    index = fill_index(faiss.read_index(trained_path), np.load(shard_path, mmap_mode="r"))
-    atomic_write_bytes(Path(out), [faiss.serialize_index(index).tobytes()])
-    return out
-
-
-def approx_pair(q_path: str, index_path: str, db_path: str, k: int, nprobe: int,
-                options: dict) -> tuple[np.ndarray, np.ndarray]:
-    """The approximate k-NN of one query shard in one database shard's index."""
-    from ..retrieval.approximate import ApproximateOptions, search_index
-    from ..retrieval.faiss_backend import _faiss
-
-    index = _faiss().read_index(index_path)
-    q, db = np.load(q_path, mmap_mode="r"), np.load(db_path, mmap_mode="r")
-    D, I = search_index(index, q, db, min(k, len(db)), nprobe,  # noqa: E741
-                        ApproximateOptions(**options))
-    return canonical_lists(q, db, D, I)
 
 
 # --------------------------------------------------------------------------- driver
-
-
-def merge_lists(parts: list[tuple[np.ndarray, np.ndarray, int]], k: int
-                ) -> tuple[np.ndarray, np.ndarray]:
-    """Merge partial lists ``(D (n, k_i), I (n, k_i), index offset)`` of the same rows."""
-    D = np.concatenate([p[0] for p in parts], axis=1)
-    I = np.concatenate([np.where(p[1] >= 0, p[1] + p[2], -1) for p in parts], axis=1)  # noqa: E741
-    order = np.argsort(-D, axis=1, kind="stable")[:, :k]
-    return np.take_along_axis(D, order, 1), np.take_along_axis(I, order, 1)
-
-
-def _shards(n: int, rows: int) -> list[tuple[int, int]]:
-    return [(r, min(r + rows, n)) for r in range(0, n, rows)] or [(0, 0)]
-
-
-def _save_npy(out: str | Path, X: np.ndarray) -> None:
-    buf = io.BytesIO()
-    np.save(buf, np.ascontiguousarray(X, dtype=np.float32))
-    atomic_write_bytes(Path(out), [buf.getvalue()])
 
 
 def _shard_key(col: Collection, encoder: dict, model_dir, language, shard_rows: int) -> str:
@@ -222,19 +173,6 @@ def _model_digest(model_dir) -> str | None:
     return h.hexdigest()
 
 
-class _Job:
-    """One cluster mining run: the executor, the progress bar and the run folder."""
-
-    def __init__(self, executor, run_dir: Path, bar) -> None:
-        self.executor, self.run_dir, self.bar = executor, run_dir, bar
-
-    def run(self, fn: Callable, calls: Sequence[tuple]) -> list:
-        self.bar.total = (self.bar.total or 0) + len(calls)
-        self.bar.refresh()
-        handles = [self.executor.submit(fn, *args) for args in calls]
-        return self.executor.gather(handles, lambda: self.bar.update(1))
-
-
 def mine_distributed(src, tgt, encoder_spec: str, *, run_dir: str | Path,
                      config: MineConfig | None = None, shard_rows: int = 100_000,
                      cache_dir: str | None = None, cache_dtype: str = "float32",
@@ -254,8 +192,8 @@ def mine_distributed(src, tgt, encoder_spec: str, *, run_dir: str | Path,
     encoder = {"spec": encoder_spec, "options": encoder_options or {}, "cache_dir": cache_dir,
                "cache_dtype": cache_dtype}
     t0 = time.perf_counter()
-    with folder_lock(run_dir), progress_bar(0, "mine (cluster tasks)", unit="task") as bar:
-        job = _Job(executor, run_dir, bar)
+    with folder_lock(run_dir), job_bar() as bar:
+        job = ShardJob(executor, run_dir, bar)
         cols, paths = [], []
         for side, spec, lang in (("src", src, src_lang), ("tgt", tgt, tgt_lang)):
             col = open_collection(*gather_inputs(spec, run_dir, side, format), skip_bad,
@@ -263,118 +201,92 @@ def mine_distributed(src, tgt, encoder_spec: str, *, run_dir: str | Path,
             key = _shard_key(col, encoder, model_dir, lang, shard_rows)
             calls = [(str(col.path), col.format, col.offsets[a:b], encoder,
                       str(run_dir / f"{side}-{key}-{i:05d}.npy"), model_dir, lang, batch_size)
-                     for i, (a, b) in enumerate(_shards(len(col), shard_rows))]
+                     for i, (a, b) in enumerate(shard_ranges(len(col), shard_rows))]
             cols.append(col)
             paths.append(job.run(encode_shard, calls))
         embed_s = time.perf_counter() - t0
-        n, m = len(cols[0]), len(cols[1])
-        k = min(cfg.k, n, m)
-        backend = resolve_backend(cfg.backend, n, m)
-        if backend == "auto":  # not measured per run on a cluster (single machine: .auto)
-            logger.info("backend auto on a cluster: %d x %d is above the exact size, "
-                        "searching approximately", n, m)
-            backend = "approx"
-        rows = (_shards(n, shard_rows), _shards(m, shard_rows))
-        if backend in ("approx", "approx-pq"):
-            lists = _approximate_lists(job, paths, rows, k, backend, cfg.backend_options)
-        else:
-            if backend not in ("exact", "exact-fp32", "exact-bf16"):
-                logger.warning("backend %s on a cluster: searching each shard pair exactly",
-                               backend)
-            lists = _exact_lists(job, paths, rows, k)
-    t1 = time.perf_counter()
-    score, s, t = candidates(*lists, mode=cfg.mode, kind=cfg.margin)
-    keep = select(score, threshold=cfg.threshold, top=cfg.top)
-    mined = Mined(score[keep], s[keep], t[keep], {"embed": embed_s, "knn": t1 - t0 - embed_s,
-                                                  "margin": time.perf_counter() - t1},
-                  k=k, backend=backend)
+        mined = _search_and_score(job, tuple(paths), len(cols[0]), len(cols[1]), shard_rows,
+                                  cfg, t0, {"embed": embed_s})
     return mined, cols[0], cols[1]
 
 
-def _exact_lists(job: _Job, paths, rows, k):
-    x_paths, y_paths = paths
-    calls = [(xp, yp, k) for xp in x_paths for yp in y_paths]
-    results = job.run(knn_pair, calls)
-    done = {(i, j): results[i * len(y_paths) + j]
-            for i in range(len(x_paths)) for j in range(len(y_paths))}
-    fwd = [merge_lists([(done[i, j][0], done[i, j][1], rows[1][j][0])
-                        for j in range(len(y_paths))], k) for i in range(len(x_paths))]
-    bwd = [merge_lists([(done[i, j][2], done[i, j][3], rows[0][i][0])
-                        for i in range(len(x_paths))], k) for j in range(len(y_paths))]
-    return (np.concatenate([f[0] for f in fwd]), np.concatenate([f[1] for f in fwd]),
-            np.concatenate([b[0] for b in bwd]), np.concatenate([b[1] for b in bwd]))
+def _search_and_score(job: ShardJob, paths, n: int, m: int, shard_rows: int,
+                      cfg: MineConfig, t0: float, seconds: dict[str, float]) -> Mined:
+    """Steps 3 and 4: the sharded search, then margins, candidates and the kept pairs."""
+    k = min(cfg.k, n, m)
+    t_search = time.perf_counter()
+    lists, backend = search_shards(job, paths, n, m, shard_rows, k, cfg.backend,
+                                   cfg.backend_options)
+    t1 = time.perf_counter()
+    score, s, t = candidates(*lists, mode=cfg.mode, kind=cfg.margin)
+    keep = select(score, threshold=cfg.threshold, top=cfg.top)
+    seconds = {**seconds, "knn": t1 - t_search, "margin": time.perf_counter() - t1}
+    logger.info("cluster mining: %d x %d, %s, %d pairs kept in %.1fs", n, m, backend,
+                int(keep.sum()), time.perf_counter() - t0)
+    return Mined(score[keep], s[keep], t[keep], seconds, k=k, backend=backend)
 
 
-def _approximate_lists(job: _Job, paths, rows, k, backend, backend_options):
-    from ..retrieval.approximate import APPROXIMATE_INDEXES, ApproximateOptions
-    from ..retrieval.search import APPROXIMATE
-
-    opt = ApproximateOptions(index=APPROXIMATE[backend], **backend_options)
-    assert opt.index in APPROXIMATE_INDEXES
-    indexes = [_side_indexes(job, side_paths, side_rows, opt, name)
-               for side_paths, side_rows, name in zip(paths, rows, ("src", "tgt"), strict=True)]
-    out = []
-    for q, db in ((0, 1), (1, 0)):  # forward: sources in target indexes; backward: reverse
-        nprobe = _calibrate(paths[q], indexes[db], paths[db], rows[db], k, opt)
-        calls = [(qp, ip, dp, k, nprobe, asdict(opt)) for qp in paths[q]
-                 for ip, dp in zip(indexes[db], paths[db], strict=True)]
-        results = job.run(approx_pair, calls)
-        n_db = len(paths[db])
-        merged = [merge_lists([(*results[i * n_db + j], rows[db][j][0]) for j in range(n_db)], k)
-                  for i in range(len(paths[q]))]
-        out += [np.concatenate([m[0] for m in merged]), np.concatenate([m[1] for m in merged])]
-    return tuple(out)
+# --------------------------------------------------------------------------- embeddings
 
 
-def _sample_shards(shard_paths, shard_rows, size: int, seed: int) -> np.ndarray:
-    """``size`` rows drawn (seeded) across the shard files of one side."""
-    n = shard_rows[-1][1]
-    rng = np.random.default_rng(seed)
-    picks = np.sort(rng.choice(n, size=min(n, size), replace=False))
-    parts = []
-    for path, (a, b) in zip(shard_paths, shard_rows, strict=True):
-        local = picks[(picks >= a) & (picks < b)] - a
-        if len(local):
-            parts.append(np.asarray(np.load(path, mmap_mode="r")[local], dtype=np.float32))
-    return np.concatenate(parts)
+def slice_shard(path: str, start: int, stop: int, out: str) -> str:
+    """Rows ``start:stop`` of the ``.npy`` matrix at ``path``, L2-normalised, into ``out``."""
+    if Path(out).exists():
+        return out
+    rows = np.load(path, mmap_mode="r")[start:stop]
+    save_npy(out, normalize_rows(np.asarray(rows, dtype=np.float32)))
+    return out
 
 
-def _side_indexes(job: _Job, shard_paths, shard_rows, opt, name) -> list[str]:
-    """One index file per shard of a side, all from one quantiser trained on the driver."""
-    from ..retrieval.approximate import train_index
-    from ..retrieval.faiss_backend import _faiss
+def _embedding_shape(path: Path, side: str) -> tuple[int, int]:
+    """``(n, d)`` of a 2-d float ``.npy`` matrix, or a :class:`DataError` naming the file."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise ConfigError(f"the {side} embeddings must be the path of a .npy file (every "
+                          f"worker reads it), got a {type(path).__name__}; save an array "
+                          "with numpy.save, or mine it in this process with mine_embeddings")
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(f"{side} embeddings {path}: no such file; expected an (n, d) .npy "
+                        "matrix on storage every worker can read")
+    try:
+        M = np.load(path, mmap_mode="r")  # noqa: N806
+    except (ValueError, OSError) as exc:
+        raise DataError(f"{side} embeddings {path}: not a readable .npy file ({exc}); write "
+                        "it with numpy.save") from exc
+    if M.ndim != 2 or M.shape[0] < 1 or not np.issubdtype(M.dtype, np.floating):
+        raise DataError(f"{side} embeddings {path}: shape {M.shape}, dtype {M.dtype}; expected "
+                        "a non-empty (n, d) matrix of floats, one row per sentence")
+    return int(M.shape[0]), int(M.shape[1])
 
-    faiss = _faiss()
-    tag = hashlib.blake2b(json.dumps([shard_paths, asdict(opt)], default=str).encode(),
-                          digest_size=6).hexdigest()
-    trained_path = job.run_dir / f"{name}-{tag}.trained.faiss"
-    if not trained_path.exists():
-        n, d = shard_rows[-1][1], np.load(shard_paths[0], mmap_mode="r").shape[1]
-        sample = _sample_shards(shard_paths, shard_rows,
-                                opt.train_per_cell * opt.cells(n), opt.seed)
-        trained = train_index(sample, opt.__class__(**{**asdict(opt), "nlist": opt.cells(n)}))
-        assert trained.d == d
-        atomic_write_bytes(trained_path, [faiss.serialize_index(trained).tobytes()])
-    calls = [(str(trained_path), p, str(Path(p).with_suffix(f".{tag}.faiss")))
-             for p in shard_paths]
-    return job.run(fill_shard_index, calls)
 
-
-def _calibrate(query_paths, index_paths, db_paths, db_rows, k, opt) -> int:
-    """``nprobe`` for the recall target, measured on sampled queries against every shard."""
-    from ..retrieval.approximate import choose_nprobe_sharded
-    from ..retrieval.faiss_backend import _faiss
-
-    if opt.nprobe is not None:
-        return opt.nprobe
-    faiss = _faiss()
-    q_rows = [(0, 0)] * len(query_paths)
-    start = 0
-    for i, p in enumerate(query_paths):
-        rows = len(np.load(p, mmap_mode="r"))
-        q_rows[i] = (start, start + rows)
-        start += rows
-    queries = _sample_shards(query_paths, q_rows, opt.sample, opt.seed + 1)
-    shards = [(faiss.read_index(ip, faiss.IO_FLAG_MMAP), np.load(dp, mmap_mode="r"), a)
-              for ip, dp, (a, _) in zip(index_paths, db_paths, db_rows, strict=True)]
-    return choose_nprobe_sharded(shards, queries, k, opt).nprobe
+def mine_embeddings_distributed(x: str | Path, y: str | Path, *, run_dir: str | Path,
+                                config: MineConfig | None = None, shard_rows: int = 100_000,
+                                executor=None, address: str | None = None) -> Mined:
+    """Mine embeddings computed elsewhere: ``x (n, d)`` sources and ``y (m, d)`` targets as
+    ``.npy`` files every worker can read, searched as shard tasks on ``executor`` (default:
+    :func:`connect` to ``address``, else ``local``). Rows are L2-normalised; the pairs (row
+    indices) equal :func:`.mine.mine_embeddings`'s on the normalised rows with the exact
+    backend. Shards go to ``run_dir`` under a key of the file's bytes and ``shard_rows``: a
+    rerun reuses them, a changed file gets new ones."""
+    if shard_rows < 1:
+        raise ConfigError(f"shard_rows must be >= 1, got {shard_rows}")
+    (n, d), (m, d_y) = _embedding_shape(x, "source"), _embedding_shape(y, "target")
+    if d != d_y:
+        raise DataError(f"source embeddings have {d} dimensions and target embeddings {d_y}; "
+                        "both sides must come from the same encoder (and view)")
+    cfg = config or MineConfig()
+    executor = executor or connect(address or "local")
+    run_dir = Path(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    with folder_lock(run_dir), job_bar() as bar:
+        job = ShardJob(executor, run_dir, bar)
+        paths = []
+        for side, path, rows in (("src", Path(x), n), ("tgt", Path(y), m)):
+            key = hashlib.blake2b(json.dumps([sha256_file(path, length=32), shard_rows])
+                                  .encode(), digest_size=6).hexdigest()
+            calls = [(str(path), a, b, str(run_dir / f"{side}-emb-{key}-{i:05d}.npy"))
+                     for i, (a, b) in enumerate(shard_ranges(rows, shard_rows))]
+            paths.append(job.run(slice_shard, calls))
+        seconds = {"shard": time.perf_counter() - t0}
+        return _search_and_score(job, tuple(paths), n, m, shard_rows, cfg, t0, seconds)

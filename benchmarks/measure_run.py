@@ -10,7 +10,9 @@ size, its peak (``VmHWM``: the kernel's own high-water mark, so a spike between 
 is not missed while the process lives) and the sum over the tree. The JSON holds the
 command, exit code, wall seconds, the load average before and after and its maximum while
 running, the CPU flags that matter for the kernels, peak RSS per process (with its command
-line) and the peak of the tree's total RSS. Linux only.
+line) and the peak of the tree's total RSS. Linux only. The report is also written every
+``--snapshot`` seconds while the command runs (``exit_code`` null), so a run stopped from
+outside keeps its figures so far.
 """
 
 from __future__ import annotations
@@ -66,12 +68,33 @@ def cpu_flags() -> list[str]:
     return [f for f in (flags.group(1).split() if flags else []) if f in keep]
 
 
-def measure(cmd: list[str], interval: float) -> dict:
+def _report(cmd, t0, load_before, load_max, tree_peak, peaks, exit_code) -> dict:
+    wall = time.perf_counter() - t0
+    processes = [{"pid": pid, **v, "peak_rss_gib": round(v["peak_rss_kib"] / 2**20, 2)}
+                 for pid, v in peaks.items()]
+    return {"command": cmd, "exit_code": exit_code, "wall_s": round(wall, 1),
+            "load_before": load_before, "load_after": os.getloadavg(), "load_max_1min": load_max,
+            "cpu_flags": cpu_flags(), "started": time.strftime("%Y-%m-%d %H:%M:%S %Z",
+                                                               time.localtime(time.time() - wall)),
+            "tree_peak_rss_gib": round(tree_peak / 2**20, 2),
+            "processes": sorted(processes, key=lambda r: -r["peak_rss_kib"])}
+
+
+def write_json(path: Path, report: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(report, indent=1))
+    tmp.replace(path)
+
+
+def measure(cmd: list[str], interval: float, out: Path | None = None,
+            snapshot_every: float = 60.0) -> dict:
     load_before = os.getloadavg()
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd)
     peaks: dict[int, dict] = {}
     tree_peak, load_max = 0, load_before[0]
+    last_snapshot = t0
     while proc.poll() is None:
         total = 0
         for pid in descendants(proc.pid):
@@ -84,32 +107,27 @@ def measure(cmd: list[str], interval: float) -> dict:
             seen["peak_rss_kib"] = max(seen["peak_rss_kib"], hwm, rss)
         tree_peak = max(tree_peak, total)
         load_max = max(load_max, os.getloadavg()[0])
+        if out is not None and time.perf_counter() - last_snapshot >= snapshot_every:
+            # a run stopped from outside still leaves what was measured so far
+            write_json(out, _report(cmd, t0, load_before, load_max, tree_peak, peaks, None))
+            last_snapshot = time.perf_counter()
         time.sleep(interval)
-    wall = time.perf_counter() - t0
-    processes = [{"pid": pid, **v, "peak_rss_gib": round(v["peak_rss_kib"] / 2**20, 2)}
-                 for pid, v in peaks.items()]
-    return {"command": cmd, "exit_code": proc.returncode, "wall_s": round(wall, 1),
-            "load_before": load_before, "load_after": os.getloadavg(), "load_max_1min": load_max,
-            "cpu_flags": cpu_flags(), "started": time.strftime("%Y-%m-%d %H:%M:%S %Z",
-                                                               time.localtime(time.time() - wall)),
-            "tree_peak_rss_gib": round(tree_peak / 2**20, 2),
-            "processes": sorted(processes, key=lambda r: -r["peak_rss_kib"])}
+    return _report(cmd, t0, load_before, load_max, tree_peak, peaks, proc.returncode)
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--out", type=Path, required=True, help="JSON report")
     p.add_argument("--interval", type=float, default=1.0, help="seconds between samples")
+    p.add_argument("--snapshot", type=float, default=60.0, help="seconds between writes of "
+                   "the report so far (exit_code null until the command ends)")
     p.add_argument("command", nargs=argparse.REMAINDER, help="-- then the command to run")
     args = p.parse_args(argv)
     cmd = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not cmd:
         p.error("give the command to measure after --")
-    report = measure(cmd, args.interval)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = args.out.with_suffix(".tmp")
-    tmp.write_text(json.dumps(report, indent=1))
-    tmp.replace(args.out)
+    report = measure(cmd, args.interval, args.out, args.snapshot)
+    write_json(args.out, report)
     print(f"{report['wall_s']} s, exit {report['exit_code']}, tree peak "
           f"{report['tree_peak_rss_gib']} GiB, load {report['load_before'][0]:.2f} -> "
           f"{report['load_after'][0]:.2f} (max {report['load_max_1min']:.2f})", file=sys.stderr)

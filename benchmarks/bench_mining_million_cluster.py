@@ -15,7 +15,8 @@ searches every shard pair exactly as a Ray task (one worker slot per CPU of ``lo
 the driver merges the lists and computes the max-score candidates. ``measure_run.py``
 around it records the peak memory of the driver, the raylet and every worker. With the
 single-process lists of ``bench_mining_million_exact.py`` in the folder (``exact-knn.npz``),
-the candidates of both runs are compared: the same pairs, the same scores.
+the candidates of both runs are compared: the same pairs, the same scores. The cluster's
+pairs are saved beside ``--out`` (``<out>-pairs.npz``).
 """
 
 from __future__ import annotations
@@ -98,6 +99,11 @@ def main() -> None:
         "kept": int(select(mined.score, threshold=args.threshold).sum()),
         "load_before": load_before, "load_after": os.getloadavg(),
     }
+    pairs = args.out.with_name(args.out.stem + "-pairs.npz")
+    tmp_pairs = pairs.with_name(pairs.stem + ".tmp.npz")
+    np.savez(tmp_pairs, score=mined.score, src=mined.src, tgt=mined.tgt)
+    os.replace(tmp_pairs, pairs)  # kept, so that pairs differing from another run can be traced
+    report["pairs"] = str(pairs)
     lists = args.folder / "exact-knn.npz"
     if lists.exists():
         t1 = time.perf_counter()

@@ -16,7 +16,9 @@ the driver merges the lists and computes the max-score candidates. ``measure_run
 around it records the peak memory of the driver, the raylet and every worker. With the
 single-process lists of ``bench_mining_million_exact.py`` in the folder (``exact-knn.npz``),
 the candidates of both runs are compared: the same pairs, the same scores. The cluster's
-pairs are saved beside ``--out`` (``<out>-pairs.npz``).
+pairs are saved beside ``--out`` (``<out>-pairs.npz``). ``--tie-report`` counts what
+can make two exact runs differ (rows identical to another row, lists with equal
+similarities) and the candidates touching it.
 """
 
 from __future__ import annotations
@@ -69,6 +71,30 @@ def compare(mined, single: tuple[np.ndarray, ...], threshold: float) -> dict:
             "kept_in_both": len(keep_1 & keep_c)}
 
 
+def duplicated(M: np.ndarray) -> np.ndarray:
+    """``(n,) bool``: rows identical, bit for bit, to another row of ``M``."""
+    rows = np.ascontiguousarray(M).view(np.dtype((np.void, M.shape[1] * M.itemsize))).ravel()
+    _, inverse, counts = np.unique(rows, return_inverse=True, return_counts=True)
+    return counts[inverse] > 1
+
+
+def tie_report(folder: Path, lists: Path, threshold: float) -> dict:
+    """Where two runs of an exact search may choose differently: rows identical to another
+    row, k-NN lists holding equal similarities, and the candidates touching either."""
+    x, y = (load_unit_rows(folder / f"{s}.emb.npy", None) for s in ("src", "tgt"))
+    e = np.load(lists)
+    dup_x, dup_y = duplicated(x), duplicated(y)
+    tie_x = (np.diff(e["D_xy"], axis=1) == 0).any(axis=1)
+    tie_y = (np.diff(e["D_yx"], axis=1) == 0).any(axis=1)
+    score, src, tgt = single_process_candidates(folder, lists)
+    touched = dup_x[src] | dup_y[tgt] | tie_x[src] | tie_y[tgt]
+    return {"duplicated_source_rows": int(dup_x.sum()), "duplicated_target_rows":
+            int(dup_y.sum()), "source_lists_with_ties": int(tie_x.sum()),
+            "target_lists_with_ties": int(tie_y.sum()), "candidates": len(score),
+            "candidates_touching_them": int(touched.sum()),
+            "above_threshold_touching_them": int((touched & (score >= threshold)).sum())}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("folder", type=Path, help="with src.emb.npy and tgt.emb.npy")
@@ -78,8 +104,13 @@ def main() -> None:
     ap.add_argument("-k", type=int, default=4)
     ap.add_argument("--threshold", type=float, default=1.06, help="ratio margin kept")
     ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--tie-report", action="store_true", help="only count duplicated rows, "
+                    "tied lists and the candidates touching them (no mining), print JSON")
     args = ap.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
+    if args.tie_report:
+        print(json.dumps(tie_report(args.folder, args.folder / "exact-knn.npz", args.threshold)))
+        return
     load_before = os.getloadavg()
     t0 = time.perf_counter()
     executor = connect(args.cluster)

@@ -264,3 +264,75 @@ def test_bad_embedding_inputs_are_clear_errors(tmp_path):
     with pytest.raises(ConfigError, match="shard_rows must be >= 1, got 0"):
         mine_embeddings_distributed(xs, ys, shard_rows=0, **run)
     assert not (tmp_path / "r").exists()  # nothing written for a refused call
+
+
+def test_a_stopped_search_resumes_at_the_pairs_not_yet_searched(tmp_path, monkeypatch):
+    """Each shard pair's lists are kept in the run folder: a rerun searches nothing again,
+    a missing pair file is searched again alone, and an unreadable or misshapen one is
+    searched again (with a warning) instead of being trusted; the pairs are the same."""
+    search = shard_search_module()
+    x, y = planted()
+    xs, ys = save_pair(tmp_path, x, y)
+    searched = []
+    real = search.knn_both
+
+    def counting(a, b, k, *rest):
+        searched.append((len(a), len(b)))
+        return real(a, b, k, *rest)
+
+    monkeypatch.setattr(search, "knn_both", counting)
+    run = dict(run_dir=tmp_path / "r", config=MineConfig(k=3), shard_rows=50,
+               executor=InProcess())
+    first = mine_embeddings_distributed(xs, ys, **run)
+    pair_files = sorted((tmp_path / "r").glob("knn-*.npz"))
+    assert len(searched) == len(pair_files) == 3 * 4
+    mine_embeddings_distributed(xs, ys, **run)
+    assert len(searched) == 12  # every pair read back
+    pair_files[5].unlink()
+    pair_files[0].write_bytes(b"not an npz")
+    np.savez(pair_files[7], a0=np.zeros((3, 3)), a1=np.zeros((3, 3)),
+             a2=np.zeros((3, 3)), a3=np.zeros((3, 3)))
+    with caplog_at_warning() as records:
+        again = mine_embeddings_distributed(xs, ys, **run)
+    assert len(searched) == 12 + 3
+    assert sum("cannot be read" in r for r in records) == 1
+    assert sum("have shapes" in r for r in records) == 1
+    for a, b in ((first.score, again.score), (first.src, again.src), (first.tgt, again.tgt)):
+        np.testing.assert_array_equal(a, b)
+    mine_embeddings_distributed(xs, ys, **{**run, "config": MineConfig(k=2)})
+    assert len(searched) == 12 + 3 + 12  # another k: other files, searched anew
+
+
+def caplog_at_warning():
+    """The warning messages of disembed.mining.shard_search logged inside the block."""
+    import contextlib
+    import logging
+
+    @contextlib.contextmanager
+    def capture():
+        records: list[str] = []
+        handler = logging.Handler(logging.WARNING)
+        handler.emit = lambda record: records.append(record.getMessage())
+        log = logging.getLogger("disembed.mining.shard_search")
+        log.addHandler(handler)
+        try:
+            yield records
+        finally:
+            log.removeHandler(handler)
+
+    return capture()
+
+
+def test_approximate_pair_lists_are_kept_and_read_back(tmp_path, monkeypatch):
+    pytest.importorskip("faiss", reason="faiss not installed: pip install 'disembed[faiss]'")
+    x, y = planted(300, 320, d=16, seed=2)
+    xs, ys = save_pair(tmp_path, x, y)
+    cfg = MineConfig(k=3, backend="approx", backend_options={"nprobe": 4})
+    run = dict(run_dir=tmp_path / "r", config=cfg, shard_rows=150, executor=InProcess())
+    first = mine_embeddings_distributed(xs, ys, **run)
+    assert len(list((tmp_path / "r").glob("ann-*.npz"))) == 2 * (2 * 3)  # 2 x 3 shard pairs, both ways
+    approximate = importlib.import_module("disembed.retrieval.approximate")
+    monkeypatch.setattr(approximate, "search_index", lambda *a, **kw: pytest.fail("searched"))
+    again = mine_embeddings_distributed(xs, ys, **run)
+    np.testing.assert_array_equal(first.score, again.score)
+    np.testing.assert_array_equal(first.tgt, again.tgt)

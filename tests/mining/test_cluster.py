@@ -330,7 +330,7 @@ def test_approximate_pair_lists_are_kept_and_read_back(tmp_path, monkeypatch):
     cfg = MineConfig(k=3, backend="approx", backend_options={"nprobe": 4})
     run = dict(run_dir=tmp_path / "r", config=cfg, shard_rows=150, executor=InProcess())
     first = mine_embeddings_distributed(xs, ys, **run)
-    assert len(list((tmp_path / "r").glob("ann-*.npz"))) == 2 * (2 * 3)  # 2 x 3 shard pairs, both ways
+    assert len(list((tmp_path / "r").glob("ann-*.npz"))) == 2 * (2 * 3)  # 2 x 3 pairs, 2 ways
     approximate = importlib.import_module("disembed.retrieval.approximate")
     monkeypatch.setattr(approximate, "search_index", lambda *a, **kw: pytest.fail("searched"))
     again = mine_embeddings_distributed(xs, ys, **run)

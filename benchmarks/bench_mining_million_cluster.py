@@ -41,10 +41,15 @@ from disembed.retrieval.margin import candidates, select
 logger = logging.getLogger("bench_mining_million_cluster")
 
 
-def single_process_candidates(folder: Path, lists: Path) -> tuple[np.ndarray, ...]:
+def load_sides(folder: Path) -> tuple[np.ndarray, np.ndarray]:
+    """Both sides' embeddings, float32 unit rows, as the single-process run read them."""
+    return tuple(load_unit_rows(folder / f"{s}.emb.npy", None) for s in ("src", "tgt"))
+
+
+def single_process_candidates(x: np.ndarray, y: np.ndarray, lists: Path
+                              ) -> tuple[np.ndarray, ...]:
     """Max-score candidates from the single-process lists, with the similarities
     recomputed pair by pair as every mining path does before the margins."""
-    x, y = (load_unit_rows(folder / f"{s}.emb.npy", None) for s in ("src", "tgt"))
     e = np.load(lists)
     fwd = canonical_lists(x, y, e["D_xy"], e["I_xy"])
     bwd = canonical_lists(y, x, e["D_yx"], e["I_yx"])
@@ -81,12 +86,12 @@ def duplicated(M: np.ndarray) -> np.ndarray:
 def tie_report(folder: Path, lists: Path, threshold: float) -> dict:
     """Where two runs of an exact search may choose differently: rows identical to another
     row, k-NN lists holding equal similarities, and the candidates touching either."""
-    x, y = (load_unit_rows(folder / f"{s}.emb.npy", None) for s in ("src", "tgt"))
+    x, y = load_sides(folder)
     e = np.load(lists)
     dup_x, dup_y = duplicated(x), duplicated(y)
     tie_x = (np.diff(e["D_xy"], axis=1) == 0).any(axis=1)
     tie_y = (np.diff(e["D_yx"], axis=1) == 0).any(axis=1)
-    score, src, tgt = single_process_candidates(folder, lists)
+    score, src, tgt = single_process_candidates(x, y, lists)
     touched = dup_x[src] | dup_y[tgt] | tie_x[src] | tie_y[tgt]
     return {"duplicated_source_rows": int(dup_x.sum()), "duplicated_target_rows":
             int(dup_y.sum()), "source_lists_with_ties": int(tie_x.sum()),
@@ -139,7 +144,8 @@ def main() -> None:
     if lists.exists():
         t1 = time.perf_counter()
         report["against_single_process"] = compare(
-            mined, single_process_candidates(args.folder, lists), args.threshold)
+            mined, single_process_candidates(*load_sides(args.folder), lists),
+            args.threshold)
         report["compare_seconds"] = round(time.perf_counter() - t1, 1)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     tmp = args.out.with_suffix(".tmp")

@@ -184,17 +184,17 @@ def search_shards(job: ShardJob, paths: tuple[list[str], list[str]], n: int, m: 
     return _exact_lists(job, paths, rows, k), backend
 
 
-def _pair_file(job: ShardJob, kind: str, key: list, i: int, j: int) -> str:
-    """Where a shard pair's partial lists are kept: named by what they were searched from
-    (shard files, whose names carry their content's key, k, the search's settings)."""
+def _pair_files(job: ShardJob, kind: str, key: list) -> Callable[[int, int], str]:
+    """Where each shard pair ``(i, j)`` keeps its partial lists: named by what they were
+    searched from (shard files, whose names carry their content's key, k, the settings)."""
     tag = hashlib.blake2b(json.dumps(key, default=str).encode(), digest_size=6).hexdigest()
-    return str(job.run_dir / f"{kind}-{tag}-{i:05d}-{j:05d}.npz")
+    return lambda i, j: str(job.run_dir / f"{kind}-{tag}-{i:05d}-{j:05d}.npz")
 
 
 def _exact_lists(job: ShardJob, paths, rows, k):
     x_paths, y_paths = paths
-    key = [x_paths, y_paths, k]
-    calls = [(xp, yp, k, _pair_file(job, "knn", key, i, j))
+    pair_file = _pair_files(job, "knn", [x_paths, y_paths, k])
+    calls = [(xp, yp, k, pair_file(i, j))
              for i, xp in enumerate(x_paths) for j, yp in enumerate(y_paths)]
     results = job.run(knn_pair, calls)
     done = {(i, j): results[i * len(y_paths) + j]
@@ -218,8 +218,9 @@ def _approximate_lists(job: ShardJob, paths, rows, k, backend, backend_options):
     out = []
     for q, db in ((0, 1), (1, 0)):  # forward: sources in target indexes; backward: reverse
         nprobe = _calibrate(paths[q], indexes[db], paths[db], rows[db], k, opt)
-        key = [paths[q], indexes[db], paths[db], k, nprobe, asdict(opt)]
-        calls = [(qp, ip, dp, k, nprobe, asdict(opt), _pair_file(job, "ann", key, i, j))
+        pair_file = _pair_files(job, "ann", [paths[q], indexes[db], paths[db], k, nprobe,
+                                             asdict(opt)])
+        calls = [(qp, ip, dp, k, nprobe, asdict(opt), pair_file(i, j))
                  for i, qp in enumerate(paths[q])
                  for j, (ip, dp) in enumerate(zip(indexes[db], paths[db], strict=True))]
         results = job.run(approx_pair, calls)

@@ -70,8 +70,8 @@ def choose_identifier(X, langs, seed=0):
 def lid_accuracy(model, enc, languages, max_items, lid_items):
     """Per Tatoeba language: share of source sentences identified as their language (the
     first ``lid_items`` of the evaluated subsample, so Tatoeba-14's are cached)."""
-    (task,) = build_tasks(["tatoeba"], EvalOptions(max_items=max_items,
-                                                   tatoeba_languages=languages),
+    (task,) = build_tasks(["tatoeba"], EvalOptions(
+        max_items=max_items, task_options={"tatoeba": {"languages": languages}}),
                           supported=supported_languages(enc))
     known = set(model.known_languages())
     rows = {}
@@ -120,8 +120,8 @@ def unseen_inductive(models, enc, languages, max_items, curve_langs, curve_pool,
     Curves: ``calibrate`` on the first n of a pool, scored on B; pool "tatoeba" = Tatoeba
     items outside the evaluated ones (``curve_langs``), "challenge" = Tatoeba-Challenge
     sentences (``challenge_langs``, see :func:`challenge_pool`)."""
-    (task,) = build_tasks(["tatoeba"], EvalOptions(max_items=None,
-                                                   tatoeba_languages=tuple(languages)),
+    (task,) = build_tasks(["tatoeba"], EvalOptions(
+        max_items=None, task_options={"tatoeba": {"languages": tuple(languages)}}),
                           supported=supported_languages(enc))
     rows, curves, pool_info = {}, {"tatoeba": {}, "challenge": {}}, {}
     for full in task.load_subsets():

@@ -28,7 +28,7 @@ def test_truncated_encoder_identity_and_output():
 
 
 def test_a_truncated_run_fits_and_evaluates_on_the_first_k_dimensions(full_data_dir):
-    options = EvalOptions(tatoeba_languages=("de", "zh"))
+    options = EvalOptions(task_options={"tatoeba": {"languages": ("de", "zh")}})
     data = TrainingData(("de", "zh"), 40)
     for method in ("baseline", "mean-centering"):
         spec = RunSpec(method=method, encoder="hash:16", truncate=4, tasks=("tatoeba",),

@@ -32,14 +32,15 @@ def _full(tmp_path):
 
 
 TINY = {"tatoeba": _full, "sts17": _full, "wmt20-qe": _full, "bucc": _bucc}
-OPTIONS = {"tatoeba": {"tatoeba_languages": ("de", "zh", "nl")}}
+OPTIONS = {"tatoeba": {"languages": ("de", "zh", "nl")}}
 
 
 def _build(name, data_dir):
     cls = TASKS.get(name)
     if name == "bucc":  # the tiny pool has one pair
         return cls(["de-en"], data_dir=str(data_dir))
-    return cls.from_options(EvalOptions(**OPTIONS.get(name, {})), data_dir=str(data_dir))
+    options = EvalOptions(task_options={name: OPTIONS.get(name, {})})
+    return cls.from_options(options, data_dir=str(data_dir))
 
 
 def test_every_registered_task_is_covered():

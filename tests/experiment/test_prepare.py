@@ -20,7 +20,8 @@ def env(full_data_dir, tmp_path, monkeypatch):
 
 def config(**changes):
     base = dict(encoders=["hash:16"], languages=["de", "zh"], tiers=[20], holdout_per_language=5,
-                tasks=["tatoeba", "sts17"], evaluation=EvalOptions(tatoeba_languages=("de",)))
+                tasks=["tatoeba", "sts17"],
+                evaluation=EvalOptions(task_options={"tatoeba": {"languages": ("de",)}}))
     return PrepareConfig(**{**base, **changes})
 
 

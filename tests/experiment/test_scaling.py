@@ -8,7 +8,7 @@ import pytest
 from disembed.cli import main
 from disembed.evaluation.base import ScoreRow
 from disembed.evaluation.task_scores import TaskScores
-from disembed.experiment.scaling import ScalingConfig, _tatoeba_split
+from disembed.experiment.scaling import ScalingConfig, _language_split
 
 
 @pytest.fixture
@@ -36,8 +36,8 @@ def test_tatoeba_seen_and_unseen_languages_are_split():
     rows = [ScoreRow("meaning", lang, "acc_mean", v, 10)
             for lang, v in (("de", 0.9), ("zh", 0.7), ("ja", 0.2))]
     scores = TaskScores("tatoeba", "acc_mean", "avg:tatoeba-14", rows=rows)
-    assert _tatoeba_split(scores, "meaning", {"de", "zh"}, True) == pytest.approx(0.8)
-    assert _tatoeba_split(scores, "meaning", {"de", "zh"}, False) == pytest.approx(0.2)
+    assert _language_split(scores, "meaning", {"de", "zh"}, True) == pytest.approx(0.8)
+    assert _language_split(scores, "meaning", {"de", "zh"}, False) == pytest.approx(0.2)
 
 
 def test_scale_verb_end_to_end_and_rerun_reuses_every_run(env, capsys):

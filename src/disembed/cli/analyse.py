@@ -21,15 +21,16 @@ from ..util.files import atomic_write_text
 from ..util.jsonsafe import dumps_json
 from .common import (
     add_common,
+    add_eval_options,
     add_workspace_options,
     csv_list,
     finite_float,
     input_dir,
-    items_or_all,
     output_dir,
     pairs_or_all,
     positive_int,
     seed,
+    task_options_from_args,
     workspace_from_args,
 )
 
@@ -51,8 +52,6 @@ def add_parser(verbs) -> None:
     p.add_argument("--languages", type=csv_list, default=list(DEFAULT_TRAIN_LANGUAGES))
     p.add_argument("--pairs-per-language", type=pairs_or_all, default=1000)
     p.add_argument("--tasks", type=csv_list, default=["tatoeba", "sts17"])
-    p.add_argument("--tatoeba-languages", default="tatoeba-14")
-    p.add_argument("--max-eval-items", type=items_or_all, default=None)
     p.add_argument("--sample-pairs", type=positive_int, default=1000,
                    help="held-out Tatoeba pairs for geometry and projections")
     p.add_argument("--probe-per-language", type=positive_int, default=400,
@@ -65,6 +64,7 @@ def add_parser(verbs) -> None:
                    help="epoch budget for trained methods (default: until early stopping)")
     p.add_argument("--seed", type=seed, default=0)
     p.add_argument("--out", type=output_dir, default="runs/analysis")
+    add_eval_options(p, max_items_default=None)
     add_common(p)
     add_workspace_options(p)
     p.set_defaults(handler=handle)
@@ -78,7 +78,7 @@ def handle(args: argparse.Namespace) -> int:
     config = AnalysisConfig(
         encoder=args.encoder, methods=methods, models=args.model, analyses=args.analyses,
         languages=args.languages, pairs_per_language=args.pairs_per_language, tasks=args.tasks,
-        tatoeba_languages=args.tatoeba_languages, max_eval_items=args.max_eval_items,
+        task_options=task_options_from_args(args), max_eval_items=args.max_eval_items,
         sample_pairs=args.sample_pairs, probe_per_language=args.probe_per_language,
         codeswitch_rate=args.codeswitch_rate, truncation_ks=args.truncation_ks,
         n_resamples=args.n_resamples, max_epochs=args.max_epochs, seed=args.seed,

@@ -31,15 +31,16 @@ from ..reports.bench_report import render_bench
 from ..reports.mteb_results import write_mteb_results
 from .common import (
     add_common,
+    add_eval_options,
     add_training_path,
     add_workspace_options,
     csv_list,
-    items_or_all,
     output_dir,
     pairs_or_all,
     positive_float,
     positive_int,
     seed,
+    task_options_from_args,
     training_path,
     workspace_from_args,
 )
@@ -63,11 +64,6 @@ def add_parser(verbs) -> None:
                         f"{DEFAULT_PAIRS_PER_LANGUAGE})")
     p.add_argument("--tasks", type=csv_list, default=list(DEFAULT_TASKS),
                    help="comma-separated tasks (tatoeba, sts17, wmt20-qe, bucc) or 'all'")
-    p.add_argument("--tatoeba-languages", default="tatoeba-14")
-    p.add_argument("--max-eval-items", type=items_or_all, default=DEFAULT_MAX_EVAL_ITEMS,
-                   help="seeded subsample per language/track/pair, or 'all' for the published "
-                        f"protocol (default: {DEFAULT_MAX_EVAL_ITEMS}, sized for a ~15 minute "
-                        "first run on e5-small)")
     p.add_argument("--max-epochs", type=positive_int, default=None,
                    help="epoch budget for trained methods (default: until early stopping)")
     p.add_argument("--time-budget", type=positive_float, default=None,
@@ -87,6 +83,7 @@ def add_parser(verbs) -> None:
     p.add_argument("--format", choices=("md", "mteb"), default="md",
                    help="md: results.md, report.html, plots (always written); mteb: also "
                         "MTEB's result JSON per run and task under OUT/mteb/")
+    add_eval_options(p, max_items_default=DEFAULT_MAX_EVAL_ITEMS)
     add_training_path(p)
     add_common(p)
     add_workspace_options(p)
@@ -128,7 +125,7 @@ def handle(args: argparse.Namespace) -> int:
         languages=args.languages or list(DEFAULT_TRAIN_LANGUAGES),
         skip_missing_languages=args.languages is None,
         pairs_per_language=args.pairs_per_language, tasks=args.tasks,
-        tatoeba_languages=args.tatoeba_languages, max_eval_items=args.max_eval_items,
+        task_options=task_options_from_args(args), max_eval_items=args.max_eval_items,
         seed=args.seed,
         method_params=merge_params(
             args.params, shared_overrides(methods, {"max_epochs": args.max_epochs,

@@ -9,12 +9,14 @@ import os
 import stat
 import sys
 from pathlib import Path
+from typing import Any, Mapping
 
 from ..encoders import DEFAULT_ENCODER, load_encoder
 from ..encoders.cached import cached
 from ..evaluation import EvalOptions
 from ..exceptions import ConfigError, DataError
 from ..experiment import TrainingData, Workspace
+from ..experiment.tasks import check_task_options, flag_dest, option_flags
 from ..util.fields import arg_type
 
 logger = logging.getLogger(__name__)
@@ -86,20 +88,33 @@ def workspace_from_args(args: argparse.Namespace, **changes) -> Workspace:
                      batch_size=getattr(args, "batch_size", 64), **changes)
 
 
-def add_eval_options(parser: argparse.ArgumentParser, *, max_items_default: int | None) -> None:
+def add_eval_options(parser: argparse.ArgumentParser, *, max_items_default: int | None,
+                     task_defaults: Mapping[str, Mapping[str, Any]] | None = None) -> None:
+    """``--max-eval-items`` and every task option that declares a flag (the task owns it:
+    its name, help, choices and default; ``task_defaults`` overrides a default per verb)."""
     group = parser.add_argument_group("evaluation")
-    group.add_argument("--tatoeba-languages", default="tatoeba-14",
-                       help="tatoeba-14, tatoeba-36, all, or a comma-separated list")
     group.add_argument("--max-eval-items", "--max-items", dest="max_eval_items",
                        type=items_or_all, default=max_items_default,
                        help="seeded subsample per language/track/pair, or 'all' for the "
                             f"published protocol (default: {max_items_default or 'all'})")
-    group.add_argument("--qe-split", default="test", choices=("test", "test21"))
+    for task, f in option_flags():
+        default = (task_defaults or {}).get(task, {}).get(f.name, f.default)
+        group.add_argument(f.metadata["flag"], dest=flag_dest(f), default=default,
+                           choices=f.metadata.get("choices"),
+                           help=f"{f.metadata.get('help', task)} (default: {default})")
+
+
+def task_options_from_args(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
+    """Every task's own options given by its flags, by task name."""
+    out: dict[str, dict[str, Any]] = {}
+    for task, f in option_flags():
+        out.setdefault(task, {})[f.name] = getattr(args, flag_dest(f))
+    return out
 
 
 def eval_options_from_args(args: argparse.Namespace) -> EvalOptions:
-    return EvalOptions(max_items=args.max_eval_items, seed=args.seed,
-                       tatoeba_languages=args.tatoeba_languages, qe_split=args.qe_split)
+    return check_task_options(EvalOptions(max_items=args.max_eval_items, seed=args.seed,
+                                          task_options=task_options_from_args(args)))
 
 
 def add_training_path(parser: argparse.ArgumentParser) -> None:

@@ -17,12 +17,13 @@ from ..experiment.scaling import DEFAULT_SCALING_METHODS, ScalingConfig, run_sca
 from .bench import read_params
 from .common import (
     add_common,
+    add_eval_options,
     add_workspace_options,
     csv_list,
-    items_or_all,
     pairs_or_all,
     positive_int,
     seed,
+    task_options_from_args,
     workspace_from_args,
 )
 
@@ -40,9 +41,6 @@ def add_parser(verbs) -> None:
     p.add_argument("--holdout", type=int, default=300, metavar="N",
                    help="pairs per language held out at every size (as for tune)")
     p.add_argument("--tasks", type=csv_list, default=["tatoeba", "sts17", "wmt20-qe"])
-    p.add_argument("--max-eval-items", type=items_or_all, default=None,
-                   help="per subset, or 'all' (default: all, the published protocol)")
-    p.add_argument("--tatoeba-languages", default="tatoeba-36")
     p.add_argument("--params", type=read_params, default={}, metavar="FILE",
                    help="JSON {method: {param: value}}, e.g. tune's tuned.json")
     p.add_argument("--reference", default="mean-centering")
@@ -51,6 +49,9 @@ def add_parser(verbs) -> None:
     p.add_argument("--finished-only", action="store_true",
                    help="report the points already finished in --out and fit nothing (a "
                         "study whose slow recipes ran at fewer sizes or seeds)")
+    add_eval_options(p, max_items_default=None,
+                     task_defaults=ScalingConfig.__dataclass_fields__["task_options"]
+                     .default_factory())
     add_common(p)
     add_workspace_options(p)
     p.set_defaults(handler=handle)
@@ -60,7 +61,7 @@ def handle(args: argparse.Namespace) -> int:
     config = ScalingConfig(
         encoder=args.encoder, methods=args.methods, sizes=args.sizes, seeds=args.seeds,
         languages=args.languages, holdout_per_language=args.holdout, tasks=args.tasks,
-        max_eval_items=args.max_eval_items, tatoeba_languages=args.tatoeba_languages,
+        max_eval_items=args.max_eval_items, task_options=task_options_from_args(args),
         params=args.params, reference=args.reference, n_resamples=args.n_resamples,
         out_dir=args.out, workspace=workspace_from_args(args),
         finished_only=args.finished_only)

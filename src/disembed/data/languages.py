@@ -132,6 +132,21 @@ def _unknown_message(code: str, base: str) -> str:
             f"'de-DE' or 'zho_Hans'. Known codes: {', '.join(known)}")
 
 
+#: scripts where MTEB's task metadata differs from the CLDR's likely script (or the CLDR has
+#: none): Korean as Hangul, and three Tatoeba languages the CLDR tables do not know
+_MTEB_SCRIPTS = {"ko": "Hang", "orv": "Cyrl", "max": "Deva", "ber": "Tfng"}
+
+
+def language_script(code: str) -> str:
+    """``code`` as MTEB's language-script code: ISO 639-3 (Tatoeba's spelling), a hyphen,
+    the ISO 15924 script (``de`` -> ``deu-Latn``, ``zh`` -> ``cmn-Hans``)."""
+    import langcodes
+
+    canonical = normalize_language(code)
+    script = _MTEB_SCRIPTS.get(canonical) or langcodes.Language.get(canonical).maximize().script
+    return f"{to_iso3(canonical)}-{script or 'Zyyy'}"
+
+
 def to_iso3(code: str) -> str:
     """Canonical code -> the ISO 639-3 code Tatoeba's file names use (``zh`` -> ``cmn``)."""
     canonical = normalize_language(code)

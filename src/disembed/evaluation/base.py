@@ -21,15 +21,17 @@ import logging
 import time
 import zlib
 from abc import ABC, abstractmethod
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any, Callable, ClassVar, Collection
+from typing import Any, Callable, ClassVar, Collection, Mapping
 
 import numpy as np
 
-from ..exceptions import ShapeError
+from ..data.languages import language_script
+from ..exceptions import ConfigError, ShapeError
 from ..util.constraints import SEED, Interval
 from ..util.fields import check_fields
+from ..util.jsonsafe import json_safe
 from ..version import __version__
 from .task_scores import AVERAGE_PREFIX, PerItem, ScoreRow, TaskScores, average_rows
 
@@ -38,8 +40,9 @@ logger = logging.getLogger(__name__)
 Embed = Callable[[list[str]], np.ndarray]
 Views = Callable[[np.ndarray, str], dict[str, np.ndarray]]
 
-__all__ = ["AVERAGE_PREFIX", "Embed", "EvalOptions", "PairedSubset", "ScoreRow", "Task",
-           "TaskMetadata", "TaskScores", "Views", "raw_views"]
+__all__ = ["AVERAGE_PREFIX", "Embed", "EvalOptions", "HubDataset", "HubSubset", "MetricName",
+           "PairedSubset", "ScoreRow", "Task", "TaskMetadata", "TaskOptions", "TaskScores",
+           "Views", "raw_views"]
 
 
 def raw_views(embeddings: np.ndarray, lang: str) -> dict[str, np.ndarray]:
@@ -48,8 +51,42 @@ def raw_views(embeddings: np.ndarray, lang: str) -> dict[str, np.ndarray]:
 
 
 @dataclass(frozen=True)
+class HubDataset:
+    """A data set on the Hugging Face Hub: its id and commit (``None``: not pinned, where
+    disembed reads the same data from another source, named in ``TaskMetadata.reference``)."""
+
+    path: str  # e.g. "mteb/tatoeba-bitext-mining"
+    revision: str | None = None
+
+
+@dataclass(frozen=True)
+class MetricName:
+    """One metric's names outside disembed."""
+
+    mteb: str  # MTEB's score key, e.g. "cosine_spearman"
+    hub: str  # the Hub model-index metric type, e.g. "cos_sim_spearman"
+    text: str  # what it is, in words, for labels
+
+
+@dataclass(frozen=True)
+class HubSubset:
+    """A subset as MTEB and the Hub name it: ``deu-eng`` with ``["deu-Latn", "eng-Latn"]``."""
+
+    name: str
+    languages: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class TaskMetadata:
-    """What a task is, declared once per task class."""
+    """What a task is, declared once per task class: what MTEB's ``TaskMetadata`` carries
+    (name, type, Hub data set and revision, eval splits, main score) and what disembed's
+    tables, model cards, MTEB results and training-set filter read from it.
+
+    ``metrics``/``main_metric``/``main_subset`` are disembed's rows and headline (an
+    average named in ``average_groups``); ``metric_names`` gives each metric's MTEB and Hub
+    names, ``main_score`` the MTEB name of the per-subset metric MTEB's leaderboard ranks
+    by. ``mteb_name``: MTEB's task of the same protocol, ``None`` where MTEB has none.
+    """
 
     name: str  # registry name, e.g. "tatoeba"
     description: str
@@ -60,6 +97,48 @@ class TaskMetadata:
     main_metric: str
     main_subset: str  # e.g. "avg:tatoeba-14"
     eval_set: str = ""  # the data set it reads, kept out of training (data.training_set names)
+    label: str = ""  # a human name, e.g. "Tatoeba (LASER v1)"
+    type: str = "STS"  # MTEB's task type: "BitextMining", "STS", ...
+    hub_task: str = "sentence-similarity"  # the Hub's task type for a model card
+    dataset: HubDataset | None = None
+    eval_splits: tuple[str, ...] = ("test",)
+    mteb_name: str | None = None
+    main_score: str = ""
+    metric_names: Mapping[str, MetricName] = field(default_factory=dict)
+    validation_split: str | None = None  # a split ``tune`` may score candidates on
+
+    def __post_init__(self) -> None:
+        if self.main_metric not in self.metrics:
+            raise ConfigError(f"task {self.name}: main_metric {self.main_metric!r} is not "
+                              f"one of its metrics {self.metrics}")
+        unnamed = [m for m in self.metrics if m not in self.metric_names]
+        if unnamed:
+            raise ConfigError(f"task {self.name}: metrics {unnamed} have no MetricName in "
+                              "metric_names (their MTEB and Hub names)")
+        if self.main_score not in {n.mteb for n in self.metric_names.values()}:
+            raise ConfigError(f"task {self.name}: main_score {self.main_score!r} is no "
+                              "metric's MTEB name in metric_names")
+
+    def metric_of(self, mteb_name: str) -> str:
+        """disembed's name of the metric MTEB calls ``mteb_name``."""
+        return next(k for k, v in self.metric_names.items() if v.mteb == mteb_name)
+
+    @property
+    def main_score_metric(self) -> str:
+        """disembed's name of :attr:`main_score` (``f1``, ``spearman``, ...)."""
+        return self.metric_of(self.main_score)
+
+
+@dataclass(frozen=True)
+class TaskOptions:
+    """A task's own options: a task with some declares a frozen subclass (``Task.Options``).
+
+    A field's ``metadata`` may name its command-line flag (``{"flag": "--qe-split",
+    "help": ..., "choices": (...)}``); every verb that evaluates offers it.
+    """
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
 
 
 @dataclass(frozen=True)
@@ -69,8 +148,9 @@ class EvalOptions:
     Attributes:
         max_items: seeded subsample per language / track / pair (``None`` = every item,
             the published protocol). seed: the subsample seed.
-        tatoeba_languages: ``"tatoeba-14"``, ``"tatoeba-36"``, ``"all"`` or a list of codes.
-        qe_split: the WMT QE split, ``"test"`` (WMT20) or ``"test21"``.
+        task_options: task name -> that task's own options (fields of its ``Options``,
+            e.g. ``{"tatoeba": {"languages": "de,zh"}}``); a task not named takes its
+            defaults.
     """
 
     _field_constraints: ClassVar[dict] = {"max_items": [Interval(int, 2, None), None],
@@ -78,23 +158,21 @@ class EvalOptions:
 
     max_items: int | None = None
     seed: int = 0
-    tatoeba_languages: str | tuple[str, ...] = "tatoeba-14"
-    qe_split: str = "test"
+    task_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         check_fields(self)
-        langs = self.tatoeba_languages
-        if isinstance(langs, str) and "," in langs:  # "de,zh" from a command line
-            object.__setattr__(self, "tatoeba_languages",
-                               tuple(x.strip() for x in langs.split(",") if x.strip()))
-        elif not isinstance(langs, str):
-            object.__setattr__(self, "tatoeba_languages", tuple(langs))
+        opts = self.task_options
+        if not isinstance(opts, Mapping) or not all(isinstance(v, Mapping) for v in opts.values()):
+            raise ConfigError(f"task_options must map task names to option dicts, e.g. "
+                              f"{{'tatoeba': {{'languages': 'de,zh'}}}}; got {opts!r}")
+        object.__setattr__(self, "task_options", {str(k): dict(v) for k, v in opts.items()})
 
     def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        if isinstance(self.tatoeba_languages, tuple):
-            d["tatoeba_languages"] = list(self.tatoeba_languages)
-        return d
+        return json_safe({"max_items": self.max_items, "seed": self.seed,
+                          "task_options": {k: {f: list(x) if isinstance(x, tuple) else x
+                                               for f, x in v.items()}
+                                           for k, v in self.task_options.items()}})
 
 
 @dataclass(frozen=True)
@@ -126,6 +204,8 @@ class Task(ABC):
     """
 
     metadata: ClassVar[TaskMetadata]
+    #: the task's own options (fields named as its ``__init__`` arguments)
+    Options: ClassVar[type[TaskOptions]] = TaskOptions
 
     @classmethod
     @abstractmethod
@@ -142,10 +222,30 @@ class Task(ABC):
         self.data_dir = data_dir
 
     @classmethod
+    def options_of(cls, options: EvalOptions) -> TaskOptions:
+        """This task's own options in ``options.task_options`` (its defaults where none)."""
+        given = options.task_options.get(cls.metadata.name, {})
+        known = [f.name for f in fields(cls.Options)]
+        unknown = sorted(set(given) - set(known))
+        if unknown:
+            raise ConfigError(f"task {cls.metadata.name} has no option(s) {unknown}; its "
+                              f"options are {known or 'none'}")
+        return cls.Options(**given)
+
+    @classmethod
     def from_options(cls, options: EvalOptions, *, data_dir: str | None = None,
                      supported: Collection[str] | None = None) -> "Task":
-        """This task built from the shared options; ``supported``: the encoder's languages."""
-        return cls(max_items=options.max_items, seed=options.seed, data_dir=data_dir)
+        """This task built from the shared options and its own; ``supported``: the
+        encoder's languages (a task that reads them overrides this)."""
+        own = {f.name: getattr(cls.options_of(options), f.name) for f in fields(cls.Options)}
+        return cls(**own, max_items=options.max_items, seed=options.seed, data_dir=data_dir)
+
+    @classmethod
+    def hub_subset(cls, subset: str) -> HubSubset:
+        """``subset`` as MTEB and the Hub name it: a track or pair ``en-de`` keeps its name,
+        its languages as language-script codes (``["eng-Latn", "deu-Latn"]``)."""
+        parts = [language_script(x) for x in subset.split("-")]
+        return HubSubset(subset, tuple(dict.fromkeys(parts)))
 
     # -- what a subclass provides ------------------------------------------------------
     @abstractmethod

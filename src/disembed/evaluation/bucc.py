@@ -25,7 +25,7 @@ from ..exceptions import ConfigError
 from ..retrieval.knn import normalize_rows
 from ..retrieval.margin import MARGINS, MODES, candidates, check_choice
 from ..retrieval.search import check_backend, search_both
-from .base import PairedSubset, Task, TaskMetadata
+from .base import MetricName, PairedSubset, Task, TaskMetadata, TaskOptions
 
 logger = logging.getLogger(__name__)
 
@@ -61,6 +61,18 @@ def best_threshold(score: np.ndarray, is_gold: np.ndarray, n_gold: int
     return float(precision[i]), float(recall[i]), float(max(f1[i], 0.0)), float(score[i])
 
 
+@dataclass(frozen=True)
+class BuccOptions(TaskOptions):
+    """The pairs and the mining settings (LASER's by default; see :mod:`disembed.retrieval`)."""
+
+    pairs: tuple[str, ...] = BUCC_PAIRS
+    k: int = 4
+    margin: str = "ratio"
+    mode: str = "max-score"
+    backend: str = "exact"
+    recall: float = 0.98
+
+
 class BuccTask(Task):
     """BUCC 2018 sample: F1 of margin-based mining; see the module docstring.
 
@@ -81,7 +93,18 @@ class BuccTask(Task):
         main_metric="f1",
         main_subset="avg:bucc",
         eval_set="bucc2018",
+        label="BUCC 2018 (sample split)",
+        type="BitextMining",
+        hub_task="sentence-similarity",
+        dataset=None,  # the sample split with its gold is on no Hub data set we know of
+        main_score="f1",
+        metric_names={
+            "precision": MetricName("precision", "precision", "mining precision"),
+            "recall": MetricName("recall", "recall", "mining recall"),
+            "f1": MetricName("f1", "f1", "mining F1 at the best threshold on the gold"),
+        },
     )
+    Options = BuccOptions
 
     @classmethod
     def texts(cls, data_dir: Path) -> list[str]:

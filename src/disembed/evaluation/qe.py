@@ -9,6 +9,7 @@ km-en). References: Specia et al. (2020); Fomicheva et al. (2020), MLQE-PE.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
@@ -24,11 +25,25 @@ from ..data.wmt20_qe import (
     qe_data_set,
 )
 from ..exceptions import ConfigError
-from .base import PairedSubset, Task, TaskMetadata
+from .base import HubDataset, MetricName, PairedSubset, Task, TaskMetadata, TaskOptions
 from .metrics import correlation, paired_cosine
 
 #: the splits kept out of training: both test sets and ``dev`` (tune's validation data)
 QE_SPLITS_HELD = ("test", "test21", "dev")
+
+
+@dataclass(frozen=True)
+class QEOptions(TaskOptions):
+    """Which split and pairs (``pairs=None``: every pair in the split)."""
+
+    split: str = field(default="test", metadata={
+        "flag": "--qe-split", "choices": ("test", "test21"),
+        "help": "the WMT QE test set: test (WMT20) or test21 (WMT21)"})
+    pairs: tuple[str, ...] | None = None
+
+    def __post_init__(self) -> None:
+        if self.pairs is not None and not isinstance(self.pairs, str):
+            object.__setattr__(self, "pairs", tuple(self.pairs))
 
 
 class WMT20QETask(Task):
@@ -51,7 +66,20 @@ class WMT20QETask(Task):
         main_metric="pearson",
         main_subset="avg:wmt20-6",
         eval_set="wmt20-qe",
+        label="WMT20 QE task 1 (direct assessment)",
+        type="STS",
+        # the Hub's copy of the data disembed reads from sheffieldnlp/mlqe-pe (not pinned)
+        dataset=HubDataset("wmt/wmt20_mlqe_task1"),
+        main_score="cosine_pearson",
+        metric_names={
+            "pearson": MetricName("cosine_pearson", "cos_sim_pearson",
+                                  "Pearson correlation of cos(source, MT) with z_mean"),
+            "spearman": MetricName("cosine_spearman", "cos_sim_spearman",
+                                   "Spearman correlation of cos(source, MT) with z_mean"),
+        },
+        validation_split="dev",
     )
+    Options = QEOptions
 
     @classmethod
     def texts(cls, data_dir: Path) -> list[str]:
@@ -65,9 +93,9 @@ class WMT20QETask(Task):
         return out
 
     @classmethod
-    def from_options(cls, options, *, data_dir=None, supported=None) -> "WMT20QETask":
-        return cls(options.qe_split, max_items=options.max_items, seed=options.seed,
-                   data_dir=data_dir)
+    def validation(cls, data_dir: str | None = None) -> "WMT20QETask":
+        """The task on its validation split (``dev``), every item: what ``tune`` scores."""
+        return cls(cls.metadata.validation_split or "dev", data_dir=data_dir)
 
     def __init__(self, split: str = "test", pairs: Sequence[str] | None = None, *,
                  max_items: int | None = None, seed: int = 0,

@@ -10,6 +10,7 @@ Gurevych (2020) for the extended en-de/fr-en/it-en/nl-en files; MTEB's STS17.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
@@ -25,7 +26,7 @@ from ..data.sts17 import (
     load_sts17,
 )
 from ..exceptions import ConfigError
-from .base import PairedSubset, Task, TaskMetadata
+from .base import HubDataset, MetricName, PairedSubset, Task, TaskMetadata, TaskOptions
 from .metrics import correlation, paired_cosine
 
 TRACK_SETS = {
@@ -34,6 +35,17 @@ TRACK_SETS = {
     "monolingual": STS17_MONOLINGUAL,
     "all": STS17_TRACKS,
 }
+
+
+@dataclass(frozen=True)
+class STS17Options(TaskOptions):
+    """Which tracks (see :data:`TRACK_SETS`, or a list such as ``("en-de",)``)."""
+
+    tracks: str | tuple[str, ...] = "default"
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.tracks, str):
+            object.__setattr__(self, "tracks", tuple(self.tracks))
 
 
 class STS17Task(Task):
@@ -56,7 +68,20 @@ class STS17Task(Task):
         main_metric="spearman",
         main_subset="avg:cross-lingual",
         eval_set="sts17",
+        label="STS17 (SemEval-2017 task 1)",
+        type="STS",
+        dataset=HubDataset("mteb/sts17-crosslingual-sts",
+                           "faeb762787bd10488a50c8b5be4a3b82e411949c"),  # MTEB's revision
+        mteb_name="STS17",
+        main_score="cosine_spearman",
+        metric_names={
+            "pearson": MetricName("cosine_pearson", "cos_sim_pearson",
+                                  "Pearson correlation of cosine similarity with the gold"),
+            "spearman": MetricName("cosine_spearman", "cos_sim_spearman",
+                                   "Spearman correlation of cosine similarity with the gold"),
+        },
     )
+    Options = STS17Options
 
     @classmethod
     def texts(cls, data_dir: Path) -> list[str]:

@@ -2,28 +2,39 @@
 
 For language xx with n pairs, ``acc_xx2en`` is the share of xx sentences whose nearest
 English sentence (cosine, among the n) is their translation, ``acc_en2xx`` the reverse,
-``acc_mean`` their mean. Chance is 1/n. A meaning view should score high, a language
-view near chance. Averages: ``avg:tatoeba-14`` (XNLI languages; the main score, on
-``acc_mean``), ``avg:tatoeba-36`` (XTREME), each over the languages evaluated, and
-``avg:all`` over the evaluated languages the encoder supports. The ``n`` of an average
-row says how many languages it covers. References: Artetxe & Schwenk (2019); Hu et al.
-(2020), XTREME.
+``acc_mean`` their mean. Chance is 1/n. ``f1`` is MTEB's main score for its Tatoeba
+(xx->en predictions, :func:`~disembed.evaluation.metrics.bitext_mining_f1`). A meaning
+view should score high, a language view near chance. Averages: ``avg:tatoeba-14`` (XNLI
+languages; the main score, on ``acc_mean``), ``avg:tatoeba-36`` (XTREME), each over the
+languages evaluated, and ``avg:all`` over the evaluated languages the encoder supports.
+The ``n`` of an average row says how many languages it covers. References: Artetxe &
+Schwenk (2019); Hu et al. (2020), XTREME.
 """
 
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Collection, Sequence
 
 import numpy as np
 
 from ..data.io import read_lines
-from ..data.languages import TATOEBA_14, TATOEBA_36, normalize_language
+from ..data.languages import TATOEBA_14, TATOEBA_36, language_script, normalize_language, to_iso3
 from ..data.tatoeba import available_tatoeba_languages, load_tatoeba
 from ..exceptions import ConfigError
-from .base import PairedSubset, ScoreRow, Task, TaskMetadata
-from .metrics import retrieval_accuracy
+from .base import (
+    HubDataset,
+    HubSubset,
+    MetricName,
+    PairedSubset,
+    ScoreRow,
+    Task,
+    TaskMetadata,
+    TaskOptions,
+)
+from .metrics import bitext_mining_f1, retrieval_accuracy
 
 logger = logging.getLogger(__name__)
 
@@ -40,6 +51,21 @@ def _one_language(code: str) -> str:
             "'tatoeba-14', 'tatoeba-36', 'all' or language codes such as 'de,zh'") from None
 
 
+@dataclass(frozen=True)
+class TatoebaOptions(TaskOptions):
+    """Which languages: ``"tatoeba-14"``, ``"tatoeba-36"``, ``"all"`` or codes (``"de,zh"``)."""
+
+    languages: str | tuple[str, ...] = field(default="tatoeba-14", metadata={
+        "flag": "--tatoeba-languages",
+        "help": "Tatoeba's languages: tatoeba-14, tatoeba-36, all, or a comma-separated list"})
+
+    def __post_init__(self) -> None:
+        langs = self.languages
+        if isinstance(langs, str) and "," in langs:  # "de,zh" from a command line
+            langs = tuple(x.strip() for x in langs.split(",") if x.strip())
+        object.__setattr__(self, "languages", langs if isinstance(langs, str) else tuple(langs))
+
+
 class TatoebaTask(Task):
     """Tatoeba retrieval over a set of languages.
 
@@ -53,16 +79,31 @@ class TatoebaTask(Task):
 
     metadata = TaskMetadata(
         name="tatoeba",
+        label="Tatoeba (LASER v1)",
         description="Tatoeba xx<->en bitext retrieval accuracy by cosine nearest neighbour",
         reference="Artetxe & Schwenk 2019 (LASER); Hu et al. 2020 (XTREME); "
         "data: facebookresearch/LASER data/tatoeba/v1",
         data_folder="tatoeba",
         subset_kind="language",
-        metrics=("acc_xx2en", "acc_en2xx", "acc_mean"),
+        metrics=("acc_xx2en", "acc_en2xx", "acc_mean", "f1"),
         main_metric="acc_mean",
         main_subset="avg:tatoeba-14",
         eval_set="tatoeba",
+        type="BitextMining",
+        hub_task="sentence-similarity",
+        dataset=HubDataset("mteb/tatoeba-bitext-mining",
+                           "69e8f12da6e31d59addadda9a9c8a2e601a0e282"),  # MTEB's revision
+        mteb_name="Tatoeba",
+        main_score="f1",
+        metric_names={
+            "acc_xx2en": MetricName("acc_xx2en", "accuracy", "xx->en retrieval accuracy"),
+            "acc_en2xx": MetricName("acc_en2xx", "accuracy", "en->xx retrieval accuracy"),
+            "acc_mean": MetricName("acc_mean", "accuracy", "retrieval accuracy, mean of "
+                                   "xx->en and en->xx"),
+            "f1": MetricName("f1", "f1", "F1 of xx->en nearest neighbours (MTEB's)"),
+        },
     )
+    Options = TatoebaOptions
 
     @classmethod
     def texts(cls, data_dir: Path) -> list[str]:
@@ -71,8 +112,13 @@ class TatoebaTask(Task):
 
     @classmethod
     def from_options(cls, options, *, data_dir=None, supported=None) -> "TatoebaTask":
-        return cls(options.tatoeba_languages, supported=supported, max_items=options.max_items,
-                   seed=options.seed, data_dir=data_dir)
+        return cls(cls.options_of(options).languages, supported=supported,
+                   max_items=options.max_items, seed=options.seed, data_dir=data_dir)
+
+    @classmethod
+    def hub_subset(cls, subset: str) -> HubSubset:
+        """``de`` -> ``deu-eng`` with ``["deu-Latn", "eng-Latn"]``, as MTEB's Tatoeba."""
+        return HubSubset(f"{to_iso3(subset)}-eng", (language_script(subset), "eng-Latn"))
 
     def __init__(self, languages: str | Sequence[str] = "tatoeba-14", *,
                  supported: Collection[str] | None = None, max_items: int | None = None,
@@ -115,7 +161,8 @@ class TatoebaTask(Task):
     def score_subset(self, subset: PairedSubset, a: np.ndarray, b: np.ndarray
                      ) -> tuple[dict[str, float], dict[str, np.ndarray]]:
         r = retrieval_accuracy(a, b)
-        values = {"acc_xx2en": r.acc_a2b, "acc_en2xx": r.acc_b2a, "acc_mean": r.acc_mean}
+        values = {"acc_xx2en": r.acc_a2b, "acc_en2xx": r.acc_b2a, "acc_mean": r.acc_mean,
+                  "f1": bitext_mining_f1(a, b)}
         return values, {"acc_xx2en": r.correct_a2b, "acc_en2xx": r.correct_b2a}
 
     def average_groups(self, subsets: list[str]) -> dict[str, list[str]]:

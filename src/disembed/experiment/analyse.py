@@ -40,7 +40,7 @@ from .params import build_method, shared_overrides
 from .run import RunHooks, run
 from .spec import DEFAULT_TRAIN_LANGUAGES, RunSpec, TrainingData, Workspace
 from .steps import open_encoder
-from .tasks import check_tasks, kept_out_sets
+from .tasks import check_task_options, check_tasks, kept_out_sets
 
 logger = logging.getLogger(__name__)
 
@@ -58,7 +58,9 @@ class AnalysisConfig:
     languages: list[str] = field(default_factory=lambda: list(DEFAULT_TRAIN_LANGUAGES))
     pairs_per_language: int | None = 1000
     tasks: list[str] = field(default_factory=lambda: ["tatoeba", "sts17"])
-    tatoeba_languages: str = "tatoeba-14"
+    #: each task's own options by task name (its ``Options`` fields), e.g.
+    #: ``{"tatoeba": {"languages": "de,zh"}}``; a task not named takes its defaults
+    task_options: dict[str, dict] = field(default_factory=dict)
     max_eval_items: int | None = None
     sample_pairs: int = 1000  # Tatoeba pairs for geometry and the 2-D projection
     probe_per_language: int = 400  # Tatoeba sentences per language for the LID probe
@@ -97,8 +99,8 @@ class AnalysisConfig:
                             keep_out=keep_out)
 
     def eval_options(self) -> EvalOptions:
-        return EvalOptions(max_items=self.max_eval_items, seed=self.seed,
-                           tatoeba_languages=self.tatoeba_languages)
+        return check_task_options(EvalOptions(max_items=self.max_eval_items, seed=self.seed,
+                                              task_options=self.task_options))
 
     def specs(self, encoder_spec: str) -> list[RunSpec]:
         """One spec per method to train, then one per saved model."""

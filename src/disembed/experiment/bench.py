@@ -38,7 +38,7 @@ from .spec import (
     Workspace,
 )
 from .steps import open_encoder
-from .tasks import check_tasks
+from .tasks import check_task_options, check_tasks
 
 logger = logging.getLogger(__name__)
 
@@ -78,7 +78,9 @@ class BenchConfig:
     languages: list[str] = field(default_factory=lambda: list(DEFAULT_TRAIN_LANGUAGES))
     pairs_per_language: int | None = DEFAULT_PAIRS_PER_LANGUAGE
     tasks: list[str] = field(default_factory=lambda: list(DEFAULT_TASKS))
-    tatoeba_languages: str = "tatoeba-14"
+    #: each task's own options by task name (its ``Options`` fields), e.g.
+    #: ``{"tatoeba": {"languages": "de,zh"}}``; a task not named takes its defaults
+    task_options: dict[str, dict] = field(default_factory=dict)
     max_eval_items: int | None = DEFAULT_MAX_EVAL_ITEMS
     seed: int = 0
     #: per-method settings over the defaults (:data:`DEFAULT_RECIPE_PARAMS` for the default
@@ -127,8 +129,8 @@ class BenchConfig:
                             skip_missing=self.skip_missing_languages)
 
     def eval_options(self) -> EvalOptions:
-        return EvalOptions(max_items=self.max_eval_items, seed=self.seed,
-                           tatoeba_languages=self.tatoeba_languages)
+        return check_task_options(EvalOptions(max_items=self.max_eval_items, seed=self.seed,
+                                              task_options=self.task_options))
 
     def specs(self) -> list[tuple[RunSpec, Path]]:
         """Every run of the bench and its folder: encoders x methods, then the floor."""

@@ -20,7 +20,7 @@ from ..evaluation import DEFAULT_TASKS, EvalOptions
 from ..exceptions import ConfigError
 from ..util.constraints import SEED, Boolean, Interval, Options
 from ..util.fields import check_fields
-from .tasks import check_tasks
+from .tasks import check_task_options, check_tasks, eval_options_from_dict
 
 logger = logging.getLogger(__name__)
 
@@ -144,6 +144,7 @@ class RunSpec:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "tasks", check_tasks(self.tasks))  # checked once, here
+        check_task_options(self.evaluation)
         if self.model_dir is None and self.encoder is None:
             raise ConfigError("a run needs an encoder spec (e.g. 'e5-small') unless it "
                               "evaluates a saved model (model_dir)")
@@ -171,7 +172,7 @@ class RunSpec:
         if d.get("data") is not None:
             d["data"] = TrainingData(**{**d["data"], "languages": tuple(d["data"]["languages"])})
         if d.get("evaluation") is not None:
-            d["evaluation"] = EvalOptions(**d["evaluation"])
+            d["evaluation"] = eval_options_from_dict(d["evaluation"])
         return cls(**d)
 
     def fingerprint(self) -> str:

@@ -3,7 +3,8 @@ options, and which evaluation sets must be kept out of training for them."""
 
 from __future__ import annotations
 
-from typing import Collection, Sequence
+from dataclasses import Field, fields
+from typing import Any, Collection, Mapping, Sequence
 
 from ..evaluation import DEFAULT_TASKS, TASKS, EvalOptions, Task
 
@@ -34,4 +35,35 @@ def build_tasks(names: Sequence[str], options: EvalOptions, *, data_dir: str | N
             for name in check_tasks(names)]
 
 
-__all__ = ["DEFAULT_TASKS", "build_tasks", "check_tasks", "kept_out_sets"]
+def option_flags() -> list[tuple[str, Field]]:
+    """Every task option that declares a command-line flag: ``(task name, field)``."""
+    return [(name, f) for name in TASKS.names() for f in fields(TASKS.get(name).Options)
+            if f.metadata.get("flag")]
+
+
+def flag_dest(f: Field) -> str:
+    """The argparse destination of an option's flag (``--qe-split`` -> ``qe_split``)."""
+    return f.metadata["flag"].lstrip("-").replace("-", "_")
+
+
+def check_task_options(options: EvalOptions) -> EvalOptions:
+    """``options`` with every task's own options checked by that task (unknown task names
+    get "did you mean", unknown option names the task's list)."""
+    for name in options.task_options:
+        TASKS.get(name).options_of(options)
+    return options
+
+
+def eval_options_from_dict(data: Mapping[str, Any]) -> EvalOptions:
+    """The saved form of :class:`EvalOptions`; a file from before tasks owned their options
+    (``tatoeba_languages``, ``qe_split`` at the top level) is read by each option's flag name."""
+    d = dict(data)
+    task_options = {k: dict(v) for k, v in (d.pop("task_options", None) or {}).items()}
+    for task, f in option_flags():
+        if flag_dest(f) in d:
+            task_options.setdefault(task, {})[f.name] = d.pop(flag_dest(f))
+    return check_task_options(EvalOptions(**d, task_options=task_options))
+
+
+__all__ = ["DEFAULT_TASKS", "build_tasks", "check_task_options", "check_tasks",
+           "eval_options_from_dict", "flag_dest", "kept_out_sets", "option_flags"]

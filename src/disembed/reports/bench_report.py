@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..results import ExperimentResult, RunResult
-from .tables import detail_table, summary_table
+from .tables import detail_table, summary_table, task_options_text
 
 
 def _label(run: RunResult) -> str:
@@ -147,7 +147,7 @@ def render_bench(result: ExperimentResult, *, figure: bool = False,
         "# disembed bench",
         "",
         f"Encoders: {', '.join(cfg['encoders'])}; methods: {', '.join(cfg['methods'])}; "
-        f"tasks: {', '.join(cfg['tasks'])} (Tatoeba languages: {cfg['tatoeba_languages']}, "
+        f"tasks: {', '.join(cfg['tasks'])} ({task_options_text(cfg.get('task_options'))}"
         f"max items per subset: {cfg['max_eval_items'] or 'all'}); seed {cfg['seed']}.",
         f"disembed {env.get('disembed_version')} at {env.get('git_commit')}, torch "
         f"{env.get('torch')}, {env.get('cpu_count')} CPUs, {env.get('created_utc')}.",

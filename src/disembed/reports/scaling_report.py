@@ -11,6 +11,7 @@ from ..results import ExperimentResult
 from ..util.files import atomic_write_text
 from .html import markdown_page
 from .plots import pyplot, save_png
+from .tables import task_options_text
 
 logger = logging.getLogger(__name__)
 
@@ -36,7 +37,9 @@ ALPHA = 0.05
 
 def _titled(title: str, config: dict) -> str:
     """``title`` with the study's Tatoeba language set filled in."""
-    return title.format(tatoeba=config.get("tatoeba_languages", "tatoeba"))
+    languages = (config.get("task_options") or {}).get("tatoeba", {}).get("languages")
+    return title.format(tatoeba=",".join(languages) if isinstance(languages, list)
+                        else languages or config.get("tatoeba_languages", "tatoeba"))
 
 
 def _num(x: float | None) -> float:
@@ -124,7 +127,7 @@ def render_scaling(result: ExperimentResult) -> str:
              f"{cfg['seeds']} for trained recipes (cells: mean [min, max] over seeds). "
              f"Evaluation: {', '.join(cfg['tasks'])}, "
              f"{'every item' if cfg['max_eval_items'] is None else cfg['max_eval_items']} "
-             f"per subset; Tatoeba over {cfg['tatoeba_languages']}. Scores x100.", ""]
+             f"per subset; {task_options_text(cfg.get('task_options'))}Scores x100.", ""]
     for key, title in PLOTTED:
         title = _titled(title, cfg)
         name = f"scaling-{key}.png"

@@ -18,6 +18,15 @@ Labeled = Union[tuple[str, TaskScores], TaskScores]
 DEFAULT_VIEWS = ("meaning", "untagged", "language")
 
 
+
+def task_options_text(task_options: dict | None) -> str:
+    """Each task's own options in words, ``"tatoeba languages: de,zh; "`` (``""``: none)."""
+    parts = [f"{task} {name}: {','.join(v) if isinstance(v, list) else v}"
+             for task, opts in (task_options or {}).items() for name, v in opts.items()
+             if v is not None]
+    return "".join(p + "; " for p in parts)
+
+
 def format_score(value: float | None) -> str:
     """``0.8123`` -> ``"81.2"``; ``nan`` -> ``"n/a"``; ``None`` (absent) -> ``"-"``."""
     if value is None:

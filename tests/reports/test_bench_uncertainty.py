@@ -75,20 +75,23 @@ def test_the_report_shows_differences_intervals_and_item_counts(hash_bench):
 
 
 def test_mteb_result_files_hold_the_meaning_scores_as_fractions(hash_bench):
+    """The layout and values; tests/reports/test_mteb_results.py reads them with mteb."""
     result = ExperimentResult.from_json(hash_bench / "bench.json")
     run = next(r for r in result.runs if r.label == "hash:16 / seed")
     sts = next(s for s in run.scores if s.task == "sts17")
-    [folder] = [p for p in (hash_bench / "mteb").iterdir() if p.name == "hash_16__seed"]
+    [folder] = [p for p in (hash_bench / "mteb").iterdir() if p.name == "disembed__hash_16_seed"]
     [revision] = list(folder.iterdir())
     data = json.loads((revision / "STS17.json").read_text())
     assert data["task_name"] == "STS17" and data["mteb_version"] is None
     entries = {e["hf_subset"]: e for e in data["scores"]["test"]}
+    assert set(entries) == set(sts.subsets())  # one entry per track, no average entry
     assert entries["en-de"]["main_score"] == pytest.approx(sts.get("meaning", "en-de",
-                                                                   sts.main_metric))
-    assert entries["en-de"]["languages"] == ["en", "de"]
-    assert entries["en-de"]["n_items"] == sts.data_sizes["en-de"]
-    assert entries[sts.main_subset]["main_score"] == pytest.approx(sts.main_score("meaning"))
-    assert json.loads((revision / "model_meta.json").read_text())["method"] == "seed"
+                                                                   "spearman"))
+    assert entries["en-de"]["cosine_pearson"] == pytest.approx(sts.get("meaning", "en-de",
+                                                                       "pearson"))
+    assert entries["en-de"]["languages"] == ["eng-Latn", "deu-Latn"]
+    meta = json.loads((revision / "model_meta.json").read_text())
+    assert meta["name"] == "disembed/hash_16_seed"
 
 
 def test_summary_value_labels_fit_inside_the_axes(tmp_path):

@@ -173,7 +173,7 @@ def test_card_shows_the_scores_of_a_result_file(trained, tmp_path):
     (tmp_path / "result.json").write_text(json.dumps({"scores": [scores.to_dict()]}))
     out = export_model(root / "seed", tmp_path / "scored", scores=tmp_path / "result.json").path
     card = (out / "README.md").read_text()
-    assert "| sts17 | spearman | avg:cross-lingual | 75.1 | 10.5 | 0 items over 0 subsets" in card
+    assert "| sts17 | spearman | mean over 7 tracks | 75.1 | 10.5 | 0 items over 0 subsets" in card
 
 
 def test_card_metadata_is_what_the_hub_reads(trained, tmp_path):
@@ -195,14 +195,47 @@ def test_card_metadata_is_what_the_hub_reads(trained, tmp_path):
     assert data.license == "other" and data.base_model is None  # a local st: folder
     assert data.language == ["de", "en", "multilingual"]
     assert data.library_name == "sentence-transformers"
+    assert data.datasets == ["mteb/sts17-crosslingual-sts"]  # a Hub data set id
     [result] = data.eval_results
     assert (result.dataset_type, result.metric_type, result.metric_value) == (
-        "sts17", "spearman", 75.12)
+        "mteb/sts17-crosslingual-sts", "cos_sim_spearman", 75.12)
+    assert result.metric_name.endswith("mean over 2 tracks: en-de, es-en")
+    assert result.dataset_revision == "faeb762787bd10488a50c8b5be4a3b82e411949c"
     assert result.dataset_args == {"items": 500, "subsets": 2, "max_items_per_subset": 300,
                                    "seed": 0}
     assert "500 items over 2 subsets, a seeded sample of at most 300" in text
     assert "Fukushima" in text and "Libovický" in text  # SEED + its centring
     assert "seed-centered" in text and read_export_info(out)["method"] == "seed-centered"
+
+
+def test_card_labels_say_what_was_averaged_and_use_standard_metric_names():
+    """A Tatoeba score over 2 languages is not labelled "tatoeba-14"; every registered
+    task's card entry parses back with its Hub data set id and a standard metric type."""
+    from huggingface_hub import ModelCard
+
+    from disembed.evaluation import TASKS
+    from disembed.evaluation.task_scores import ScoreRow, TaskScores
+    from disembed.serving.model_card import card_metadata
+
+    scores = []
+    for name in TASKS.names():
+        meta = TASKS.get(name).metadata
+        sizes = {"tatoeba": {"de": 9, "zh": 9}, "sts17": {"en-de": 9}, "bucc": {"de-en": 9}
+                 }.get(name, {"en-de": 9, "ro-en": 9})
+        scores.append(TaskScores(name, meta.main_metric, meta.main_subset, averages=[
+            ScoreRow("meaning", meta.main_subset, meta.main_metric, 0.5, len(sizes))],
+            data_sizes=sizes))
+    info = {"method": "seed", "languages": ["de"], "base_model": None}
+    card = ModelCard("---\n" + card_metadata(info, scores) + "\n---\n\n# card\n")
+    results = {r.dataset_name: r for r in card.data.eval_results}
+    tatoeba = results["Tatoeba (LASER v1)"]
+    assert tatoeba.metric_type == "accuracy" and "tatoeba-14" not in tatoeba.metric_name
+    assert tatoeba.metric_name.endswith("mean over 2 languages: de, zh")
+    assert tatoeba.dataset_type == "mteb/tatoeba-bitext-mining"
+    assert results["WMT20 QE task 1 (direct assessment)"].metric_type == "cos_sim_pearson"
+    assert results["BUCC 2018 (sample split)"].metric_type == "f1"
+    assert sorted(card.data.datasets) == ["mteb/sts17-crosslingual-sts",
+                                          "mteb/tatoeba-bitext-mining", "wmt/wmt20_mlqe_task1"]
 
 
 def test_routed_export_card_says_it_identifies_the_language(trained, tmp_path):

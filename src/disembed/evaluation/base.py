@@ -241,6 +241,16 @@ class Task(ABC):
         return cls(**own, max_items=options.max_items, seed=options.seed, data_dir=data_dir)
 
     @classmethod
+    def from_config(cls, config: Mapping[str, Any]) -> "Task":
+        """The task again from its recorded :meth:`config` (a result file's ``config``)."""
+        own = {f.name: config[f.name] for f in fields(cls.Options)
+               if config.get(f.name) is not None}
+        options = EvalOptions(max_items=config.get("max_items"), seed=config.get("seed") or 0,
+                              task_options={cls.metadata.name: own})
+        return cls.from_options(options, data_dir=config.get("data_dir"),
+                                supported=config.get("supported"))
+
+    @classmethod
     def hub_subset(cls, subset: str) -> HubSubset:
         """``subset`` as MTEB and the Hub name it: a track or pair ``en-de`` keeps its name,
         its languages as language-script codes (``["eng-Latn", "deu-Latn"]``)."""

@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 from typing import Any, Mapping
 
+from ..evaluation import TASKS, average_members
 from ..evaluation.task_scores import TaskScores
 from ..exceptions import ConfigError
 
@@ -29,28 +30,40 @@ def read_scores(model_dir: Path, scores: str | os.PathLike | None) -> list[TaskS
         return []
 
 
-TASKS = {"tatoeba": ("Tatoeba (LASER v1)", "bitext-mining"),
-         "sts17": ("STS17 (SemEval-2017 task 1)", "sentence-similarity"),
-         "wmt20-qe": ("WMT20 QE task 1 (direct assessment)", "sentence-similarity"),
-         "bucc": ("BUCC 2018", "bitext-mining")}
+def averaged(scores: TaskScores) -> str:
+    """What the main score of ``scores`` averages, in words: ``"mean over 2 languages: de,
+    zh"`` (never a set's name for fewer of its members)."""
+    members = average_members(scores)
+    kind = TASKS.get(scores.task).metadata.subset_kind if scores.task in TASKS else "subset"
+    if not members:
+        row = next((r for r in scores.averages if r.subset == scores.main_subset), None)
+        return f"mean over {row.n} {kind}s" if row else scores.main_subset
+    return f"mean over {len(members)} {kind}{'s' if len(members) > 1 else ''}: " + \
+        ", ".join(members)
+
+
+def _eval_result(s: TaskScores, value: float) -> Any:
+    from huggingface_hub import EvalResult
+
+    meta = TASKS.get(s.task).metadata
+    metric = meta.metric_names[s.main_metric]
+    return EvalResult(
+        task_type=meta.hub_task, dataset_type=meta.dataset.path if meta.dataset else meta.name,
+        dataset_name=meta.label or meta.name, dataset_split=meta.eval_splits[0],
+        dataset_revision=meta.dataset.revision if meta.dataset else None,
+        metric_type=metric.hub, metric_value=round(100 * value, 2),
+        metric_name=f"{metric.text} x100, meaning part, {averaged(s)}",
+        dataset_args=s.protocol())
 
 
 def eval_results(scores: list[TaskScores]) -> list:
-    """The scores as ``huggingface_hub.EvalResult`` entries of the card's model-index."""
-    from huggingface_hub import EvalResult
-
+    """The scores as ``huggingface_hub.EvalResult`` entries of the card's model-index: the
+    Hub data set id, the metric's standard type, a name that says what was averaged."""
     out = []
     for s in scores:
         value = s.get("meaning", s.main_subset, s.main_metric)
-        if value != value:
-            continue
-        name, kind = TASKS.get(s.task, (s.task, "sentence-similarity"))
-        out.append(EvalResult(
-            task_type=kind, dataset_type=s.task, dataset_name=name, dataset_split="test",
-            dataset_config=s.main_subset, metric_type=s.main_metric,
-            metric_value=round(100 * value, 2),
-            metric_name=f"meaning {s.main_metric} x100 ({s.main_subset})",
-            dataset_args=s.protocol()))
+        if value == value and s.task in TASKS:
+            out.append(_eval_result(s, value))
     return out
 
 
@@ -58,13 +71,14 @@ def _scores_table(scores: list[TaskScores]) -> str:
     if not scores:
         return ("No scores were recorded with this model. Evaluate it with `disembed evaluate "
                 "--model MODEL_DIR --out result.json`, then export with `--scores result.json`.")
-    lines = ["| task | metric | subset | meaning | language | items |", "|---|---|---|---|---|---|"]
+    lines = ["| task | metric | averaged | meaning | language | items |",
+             "|---|---|---|---|---|---|"]
     for s in scores:
         cells = []
         for view in ("meaning", "language"):
             value = s.get(view, s.main_subset, s.main_metric)
             cells.append("" if value != value else f"{100 * value:.1f}")
-        lines.append(f"| {s.task} | {s.main_metric} | {s.main_subset} | {cells[0]} | {cells[1]} "
+        lines.append(f"| {s.task} | {s.main_metric} | {averaged(s)} | {cells[0]} | {cells[1]} "
                      f"| {s.protocol_text()} |")
     return "\n".join(lines) + ("\n\n(x100; the language part should score low on these tasks. "
                                "A sample's score is noisier than the published protocol's, "
@@ -72,17 +86,20 @@ def _scores_table(scores: list[TaskScores]) -> str:
 
 
 def card_metadata(info: Mapping[str, Any], scores: list[TaskScores]) -> str:
-    """The card's YAML front matter, as the Hugging Face Hub validates it."""
+    """The card's YAML front matter, as the Hugging Face Hub validates it: ``datasets:`` the
+    Hub ids of the data sets scored (and trained on, where the training data names one)."""
     from huggingface_hub import ModelCardData
 
     base, license_ = info.get("base_model"), info.get("license") or "other"
     languages = list(dict.fromkeys([*info.get("languages", []), "en"]))
+    datasets = list(dict.fromkeys(TASKS.get(s.task).metadata.dataset.path for s in scores
+                                  if s.task in TASKS and TASKS.get(s.task).metadata.dataset))
     data = ModelCardData(
         base_model=base, language=[*languages, "multilingual"], license=license_,
         library_name="sentence-transformers", pipeline_tag="sentence-similarity",
         tags=["sentence-transformers", "sentence-similarity", "feature-extraction", "disembed",
               f"disembed-{info['method']}"],
-        model_name=f"{info['method']} meaning embeddings",
+        datasets=datasets or None, model_name=f"{info['method']} meaning embeddings",
         eval_results=eval_results(scores) or None)
     return data.to_yaml()
 
@@ -119,20 +136,25 @@ def _usage(info: Mapping[str, Any]) -> str:
     return 'embeddings = model.encode(["Guten Morgen!", "Good morning!"])'
 
 
+def _routing(info: Mapping[str, Any]) -> str:
+    """What the card says about a meaning part that depends on the language."""
+    if info.get("identifies_language"):
+        return ("\nThe meaning part depends on the language, and the model identifies it "
+                "itself, text by text, with the language identifier disembed fitted on the "
+                "training embeddings (a language it never saw gets the nearest known one). "
+                "That step is this folder's own code, `disembed_meaning.py` (torch and "
+                "sentence-transformers only): load the model with `trust_remote_code=True`.\n")
+    return ("\nThe meaning part depends on the language: it is a `Router` with one route per "
+            "language, so every call must say the language of its texts as the task "
+            "(one language per call).\n" if info["by_language"] else "")
+
+
 def model_card(info: Mapping[str, Any], base: str, scores: list[TaskScores]) -> str:
     """Markdown text of the model card."""
     enc = info["encoder"]
     params = "\n".join(f"- `{k}` = `{v}`" for k, v in sorted(info["params"].items())) or "- none"
     notes = "\n".join(f"- {n}" for n in info["notes"]) or "- none"
-    routed = ("\nThe meaning part depends on the language: it is a `Router` with one route per "
-              "language, so every call must say the language of its texts as the task "
-              "(one language per call).\n" if info["by_language"] else "")
-    if info.get("identifies_language"):
-        routed = ("\nThe meaning part depends on the language, and the model identifies it "
-                  "itself, text by text, with the language identifier disembed fitted on the "
-                  "training embeddings (a language it never saw gets the nearest known one). "
-                  "That step is this folder's own code, `disembed_meaning.py` (torch and "
-                  "sentence-transformers only): load the model with `trust_remote_code=True`.\n")
+    routed = _routing(info)
     loader = ('SentenceTransformer("PATH/TO/THIS/FOLDER", trust_remote_code=True)'
               if info.get("identifies_language") else 'SentenceTransformer("PATH/TO/THIS/FOLDER")')
     papers = "\n".join(f"- {p}" for p in info.get("papers", [])) or "- disembed's own recipe"

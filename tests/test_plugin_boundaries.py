@@ -1,5 +1,6 @@
-"""``serving/`` and ``experiment/tune.py`` ask plugins; they never name a recipe, an encoder
-or a backend in code (docstrings may tell history), nor match a recipe's class."""
+"""``serving/``, ``experiment/tune.py``, the MTEB writer and the training-set builder ask
+plugins; they never name a recipe, an encoder, a backend or a task in code (docstrings may
+tell history), nor match a recipe's or a task's class."""
 
 from __future__ import annotations
 
@@ -10,10 +11,14 @@ import pytest
 
 import disembed
 from disembed.encoders import BACKENDS, ENCODERS
+from disembed.evaluation import TASKS
 from disembed.methods import METHODS
 
 SRC = Path(disembed.__file__).parent
-FILES = sorted((SRC / "serving").glob("*.py")) + [SRC / "experiment" / "tune.py"]
+FILES = sorted((SRC / "serving").glob("*.py")) + [
+    SRC / "experiment" / "tune.py", SRC / "reports" / "mteb_results.py"]
+#: files that must name no task (a "seed" there is a random seed, not the recipe)
+TASK_FREE = [SRC / "data" / "training_set.py", SRC / "experiment" / "run.py"]
 
 
 def _docstrings(tree: ast.AST) -> set[int]:
@@ -26,12 +31,16 @@ def _docstrings(tree: ast.AST) -> set[int]:
     return out
 
 
-def plugin_names_in(path: Path) -> list[str]:
-    """Recipe, encoder and backend names used as string literals, and recipe classes named,
-    in the code of ``path`` (the pip extra of ``require(...)`` is not a name)."""
-    names = set(METHODS.names()) | set(ENCODERS.names()) | set(BACKENDS.names())
-    classes = {METHODS.get(n).__name__ for n in METHODS.names()} | {
-        BACKENDS.get(n).__name__ for n in BACKENDS.names()}
+def plugin_names_in(path: Path, tasks_only: bool = False) -> list[str]:
+    """Recipe, encoder, backend and task names used as string literals, and recipe, backend
+    and task classes named, in the code of ``path`` (the pip extra of ``require(...)`` is
+    not a name)."""
+    names = set(TASKS.names())
+    classes = {TASKS.get(n).__name__ for n in TASKS.names()}
+    if not tasks_only:
+        names |= set(METHODS.names()) | set(ENCODERS.names()) | set(BACKENDS.names())
+        classes |= {METHODS.get(n).__name__ for n in METHODS.names()} | {
+            BACKENDS.get(n).__name__ for n in BACKENDS.names()}
     tree = ast.parse(path.read_text(encoding="utf-8"))
     skip = _docstrings(tree)
     for node in ast.walk(tree):
@@ -53,8 +62,15 @@ def test_no_plugin_is_named_outside_its_own_file(path):
     assert plugin_names_in(path) == []
 
 
+@pytest.mark.parametrize("path", TASK_FREE, ids=lambda p: p.name)
+def test_no_task_is_named_where_the_tasks_are_asked(path):
+    assert plugin_names_in(path, tasks_only=True) == []
+
+
 def test_the_check_finds_a_name(tmp_path):
     bad = tmp_path / "bad.py"
-    bad.write_text('"""seed is fine here."""\nfrom x import Baseline\n'
-                   'GRID = {"seed": 1}\nok = require("y", "st", "z")\n')
-    assert sorted(plugin_names_in(bad)) == ["Baseline", "seed"]
+    bad.write_text('"""seed is fine here."""\nfrom x import Baseline, WMT20QETask\n'
+                   'GRID = {"seed": 1}\nok = require("y", "st", "z")\n'
+                   'SETS = ("tatoeba", "sts17")\n')
+    assert sorted(plugin_names_in(bad)) == ["Baseline", "WMT20QETask", "seed", "sts17",
+                                            "tatoeba"]

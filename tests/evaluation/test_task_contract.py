@@ -74,3 +74,48 @@ def test_the_training_set_keeps_out_what_a_task_declares(full_data_dir, monkeypa
     kept = build_training_set(["de"], None, eval_sets=("sts17",), data_dir=full_data_dir)
     assert first not in kept.pairs.src and len(kept.pairs) == len(pool.pairs) - 1
     assert kept.languages[0].removed_overlap == {"sts17": 1}
+
+
+def _toy_sts_data(tmp_path):
+    folder = tmp_path / "toy_sts"
+    folder.mkdir(parents=True)
+    rows = ["sentence1\tsentence2\tscore"] + [
+        f"Satz {i} hier.\tSentence {i if i % 2 else i + 1} here.\t{i % 5}" for i in range(12)]
+    (folder / "de-en.tsv").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    return tmp_path
+
+
+def test_the_worked_task_example_is_one_file_and_one_line(tmp_path):
+    """CONTRIBUTING.md's task, executed from the document, registered with its one line:
+    the contract, the options, the MTEB writer and the model card all serve it."""
+    from contributing import example
+
+    from disembed.evaluation import register_task
+    from disembed.reports.mteb_results import task_file_name, task_result
+    from disembed.results import RunResult
+    from disembed.serving.model_card import eval_results
+
+    ToySTS = example("task")["ToySTS"]
+    data_dir = _toy_sts_data(tmp_path)
+    register_task(ToySTS)
+    try:
+        task = TASKS.get("toy-sts").from_options(
+            EvalOptions(task_options={"toy-sts": {"pairs": ["de-en"]}}), data_dir=str(data_dir))
+        evaluated = {t for s in task.load_subsets() for t in (*s.texts_a, *s.texts_b)}
+        assert evaluated == set(ToySTS.texts(data_dir))
+        assert HELD_OUT_TEXTS.get("toy-sts") == ToySTS.texts
+        scores = task.evaluate(HashEncoder(16).encode)
+        assert np.isfinite(scores.main_score("meaning"))
+        run = RunResult("hash:16 / baseline", "baseline", {}, {}, scores=[scores])
+        mteb = task_result(run, scores)
+        assert task_file_name(ToySTS) == "disembed-toy-sts"
+        [entry] = mteb["scores"]["test"]
+        assert entry["languages"] == ["deu-Latn", "eng-Latn"]
+        assert entry["main_score"] == entry["cosine_spearman"] == scores.get(
+            "meaning", "de-en", "spearman")
+        [card] = eval_results([scores])
+        assert card.metric_type == "cos_sim_spearman" and card.dataset_name == "Toy STS"
+        with pytest.raises(Exception, match="no option"):
+            ToySTS.options_of(EvalOptions(task_options={"toy-sts": {"pair": ["de-en"]}}))
+    finally:
+        del TASKS._items["toy-sts"], HELD_OUT_TEXTS._items["toy-sts"]

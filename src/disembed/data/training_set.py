@@ -133,7 +133,7 @@ def build_training_set(
     languages: Sequence[str],
     pairs_per_language: int | None = 2000,
     *,
-    eval_sets: Sequence[str] = ("tatoeba", "sts17", "wmt20-qe"),
+    eval_sets: Sequence[str] | None = None,
     data_dir: str | Path | None = None,
     seed: int = 0,
     sources: Sequence[str] | None = None,
@@ -142,9 +142,12 @@ def build_training_set(
 ) -> TrainingSet:
     """Pairs ``(x, en)`` for each language in ``languages``; see the module docstring.
 
+    ``eval_sets``: the evaluation sets whose sentences are removed from the pairs (names
+    in :data:`HELD_OUT_TEXTS`; ``None``: every registered one, as each task declares it).
     ``skip_missing``: leave out (with a warning, listed in ``missing``) languages without
     any pair in the pool instead of raising; at least one language must remain.
     """
+    eval_sets = HELD_OUT_TEXTS.names() if eval_sets is None else list(eval_sets)
     if holdout_per_language < 0:
         raise ConfigError(f"holdout_per_language must be >= 0; got {holdout_per_language}")
     root = resolve_data_dir(data_dir)

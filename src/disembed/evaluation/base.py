@@ -241,6 +241,12 @@ class Task(ABC):
         return cls(**own, max_items=options.max_items, seed=options.seed, data_dir=data_dir)
 
     @classmethod
+    def validation(cls, data_dir: str | None = None) -> "Task | None":
+        """The task on its ``metadata.validation_split``, every item, for ``tune``; ``None``
+        for a task that declares none."""
+        return None
+
+    @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> "Task":
         """The task again from its recorded :meth:`config` (a result file's ``config``)."""
         own = {f.name: config[f.name] for f in fields(cls.Options)

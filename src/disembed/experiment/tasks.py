@@ -35,6 +35,13 @@ def build_tasks(names: Sequence[str], options: EvalOptions, *, data_dir: str | N
             for name in check_tasks(names)]
 
 
+def validation_tasks(data_dir: str | None = None) -> list[Task]:
+    """Every registered task that declares a validation split, built on it (every item):
+    what ``tune`` scores candidates on, besides held-out pairs."""
+    built = (TASKS.get(name).validation(data_dir) for name in TASKS.names())
+    return [task for task in built if task is not None]
+
+
 def option_flags() -> list[tuple[str, Field]]:
     """Every task option that declares a command-line flag: ``(task name, field)``."""
     return [(name, f) for name in TASKS.names() for f in fields(TASKS.get(name).Options)
@@ -66,4 +73,5 @@ def eval_options_from_dict(data: Mapping[str, Any]) -> EvalOptions:
 
 
 __all__ = ["DEFAULT_TASKS", "build_tasks", "check_task_options", "check_tasks",
-           "eval_options_from_dict", "flag_dest", "kept_out_sets", "option_flags"]
+           "eval_options_from_dict", "flag_dest", "kept_out_sets", "option_flags",
+           "validation_tasks"]

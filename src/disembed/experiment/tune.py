@@ -48,7 +48,6 @@ from ..data.parallel import ParallelPairs
 from ..encoders import DEFAULT_ENCODER, Encoder
 from ..evaluation import DEFAULT_TASKS
 from ..evaluation.metrics import pooled_retrieval_accuracy, retrieval_accuracy
-from ..evaluation.qe import WMT20QETask
 from ..exceptions import ConfigError
 from ..methods import Disentangler, method_class, tuning_grid
 from ..provenance import environment
@@ -69,6 +68,7 @@ from .spec import (
     Workspace,
 )
 from .steps import load_training_set, open_encoder
+from .tasks import validation_tasks
 
 logger = logging.getLogger(__name__)
 
@@ -151,9 +151,14 @@ def _per_language_retrieval(a: np.ndarray, b: np.ndarray, languages: list[str]
 
 
 def qe_dev_score(model: Disentangler, encoder: Encoder, data_dir: str | None) -> float:
-    """WMT20 QE dev, every item, meaning part: the mean Pearson over the six pairs."""
-    task = WMT20QETask("dev", data_dir=data_dir)
-    return task.evaluate(encoder.encode, model.views).main_score("meaning")
+    """The main score (meaning part) of every task that declares a validation split, on that
+    split, every item, averaged: WMT20 QE dev's mean Pearson over its six pairs."""
+    tasks = validation_tasks(data_dir)
+    if not tasks:
+        raise ConfigError("tune scores candidates on a task's validation split, and no "
+                          "registered task declares one (TaskMetadata.validation_split)")
+    return float(np.mean([t.evaluate(encoder.encode, model.views).main_score("meaning")
+                          for t in tasks]))
 
 
 def tune(config: TuneConfig) -> ExperimentResult:

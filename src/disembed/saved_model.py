@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
+from .data.languages import normalize_language
 from .encoders import (
     Encoder,
     EncoderIdentity,
@@ -39,6 +40,7 @@ from .encoders import (
     load_encoder,
     rebuild_encoder,
 )
+from .encoders.cached import cached
 from .exceptions import CheckpointError, ConfigError, UnknownNameError
 from .methods import Disentangler, load_disentangler
 
@@ -181,8 +183,6 @@ def calibrate_saved(directory: str | Path, language: str, texts: list[str], *,
     identifier), and save it to ``out`` (default: in place, each file written atomically).
     The metadata records how many sentences calibrated which language; ``export`` and
     ``serve`` read the calibrated model like any other."""
-    from .data.languages import normalize_language
-    from .encoders.cached import cached
 
     code = normalize_language(language)
     texts = [t for t in texts if t.strip()]

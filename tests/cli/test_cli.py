@@ -127,8 +127,9 @@ def test_bench_all_methods_gives_one_matrix(env, capsys):
     runs = json.loads((env / "bench" / "bench.json").read_text())["runs"]
     assert [r["method"] for r in runs] == all_methods()
     linear = next(r for r in runs if r["method"] == "linear-map")
-    assert set(linear["training"]["diagnostics"]) == {"de", "zh"}
-    assert "dD" in linear["training"]["diagnostics"]["de"]["heldout"]
+    table = linear["training"]["diagnostics"]
+    assert [row[0] for row in table["rows"]] == ["de", "zh"] and "dD" in table["columns"]
+    assert all(isinstance(row[table["columns"].index("dD")], float) for row in table["rows"])
     assert "## Map diagnostics" in report and "hash:16 / linear-map | zh |" in report
 
 

@@ -17,6 +17,7 @@ from ..evaluation import EvalOptions
 from ..exceptions import ConfigError, DataError
 from ..experiment import TrainingData, Workspace
 from ..experiment.tasks import check_task_options, flag_dest, option_flags
+from ..mining.inputs import expand_inputs
 from ..util.fields import arg_type
 
 logger = logging.getLogger(__name__)
@@ -219,7 +220,6 @@ def input_files(text: str) -> str:
     shell globs (quoted), plain or ``.gz``; each is checked to exist."""
     if text == "-" or not (any(ch in text for ch in ",*?[") or text.endswith(".gz")):
         return input_file(text)
-    from ..mining.inputs import expand_inputs
 
     try:
         expand_inputs(text)

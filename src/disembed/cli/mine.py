@@ -9,6 +9,7 @@ from ..encoders import DEFAULT_ENCODER
 from ..encoders.cached import cached
 from ..exceptions import ConfigError
 from ..mining import BACKENDS, MARGINS, MODES, MineConfig, mine_files, write_pairs
+from ..mining.distributed import connect, mine_distributed
 from ..saved_model import SavedModel
 from .common import (
     add_common,
@@ -116,7 +117,6 @@ def add_parser(verbs) -> None:
 
 def mine_on_cluster(args: argparse.Namespace, config: MineConfig):
     """``mine --cluster``: the same inputs, settings and TSV, as tasks on Ray."""
-    from ..mining.distributed import connect, mine_distributed
 
     spec = (SavedModel.load(args.model, args.encoder).encoder_spec if args.model
             else args.encoder or DEFAULT_ENCODER)

@@ -174,16 +174,7 @@ def build_training_set(
                            "says how to get its sets)", lang, parallel)
             missing.append(lang)
             continue
-        cut = len(kept) - holdout_per_language
-        if cut < 2:
-            raise ConfigError(f"{lang}-en has {len(kept)} usable pairs, too few to hold out "
-                              f"{holdout_per_language} and train on the rest; lower the "
-                              "held-out size or drop the language")
-        kept, aside = kept[:cut], kept[cut:]
-        kept = kept[:pairs_per_language] if pairs_per_language else kept
-        rep.used, rep.held_out = len(kept), len(aside)
-        logger.info("training data %s-en: %d pairs used of %d available (overlap removed: %s)",
-                    lang, rep.used, rep.available, rep.removed_overlap)
+        kept, aside = _split(lang, rep, kept, holdout_per_language, pairs_per_language)
         parts.append(_as_pairs(kept, lang))
         held.append(_as_pairs(aside, lang))
         reports.append(rep)
@@ -192,6 +183,23 @@ def build_training_set(
                           "parallel sets first ('disembed data download', 'disembed data list')")
     return TrainingSet(ParallelPairs.concat(parts), reports, list(eval_sets), seed,
                        ParallelPairs.concat(held), missing)
+
+
+def _split(lang: str, rep: LanguageReport, kept: list[tuple[str, str]], holdout: int,
+           pairs_per_language: int | None) -> tuple[list, list]:
+    """``kept`` cut into the training pairs (at most ``pairs_per_language``) and the last
+    ``holdout`` pairs held out; ``rep`` records both counts."""
+    cut = len(kept) - holdout
+    if cut < 2:
+        raise ConfigError(f"{lang}-en has {len(kept)} usable pairs, too few to hold out "
+                          f"{holdout} and train on the rest; lower the held-out size or "
+                          "drop the language")
+    kept, aside = kept[:cut], kept[cut:]
+    kept = kept[:pairs_per_language] if pairs_per_language else kept
+    rep.used, rep.held_out = len(kept), len(aside)
+    logger.info("training data %s-en: %d pairs used of %d available (overlap removed: %s)",
+                lang, rep.used, rep.available, rep.removed_overlap)
+    return kept, aside
 
 
 def _language_pool(lang: str, parallel: Path, sources: Sequence[str],

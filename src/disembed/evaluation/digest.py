@@ -14,6 +14,9 @@ import os
 from pathlib import Path
 from typing import Sequence
 
+from ..data.paths import resolve_data_dir
+from . import TASKS
+
 _FILE_DIGESTS: dict[tuple, bytes] = {}
 
 
@@ -33,8 +36,6 @@ def evaluation_data_digest(tasks: Sequence[str], data_dir: str | os.PathLike | N
                            ) -> str:
     """Hex digest of every file the tasks ``tasks`` (registry names) read from
     ``data_dir`` (resolved as the tasks resolve it); ``""`` for no tasks."""
-    from ..data.paths import resolve_data_dir
-    from . import TASKS
 
     if not tasks:
         return ""

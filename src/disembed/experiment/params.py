@@ -35,7 +35,7 @@ def build_method(method: str, params: Mapping[str, Any], *, seed: int | None = N
     """An unfitted ``method`` with ``params``, every setting checked now (before any data
     is embedded): unknown names, and a trained recipe's training settings (lr, epochs...)."""
     model = make_method(method, **method_params(method, params, seed=seed))
-    getattr(model, "train_config", None)  # trained recipes validate it (ConfigError)
+    model.check_settings()  # a trained recipe's training settings (ConfigError)
     return model
 
 

@@ -10,12 +10,11 @@ whose fingerprint and encoder match instead of redoing it.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -131,7 +130,7 @@ def _run(spec: RunSpec, workspace: Workspace, outputs: RunOutputs, encoder: Enco
         label=spec.display_label, method=model.name, params=model.get_params(),
         encoder=encoder.identity.to_dict(), seed=spec.seed, spec=spec.to_dict(),
         scores=scores, training=training,
-        timings={"fit_seconds": t_fit - t0, "train_seconds": getattr(model, "fit_seconds_", 0.0),
+        timings={"fit_seconds": t_fit - t0, "train_seconds": model.fit_record()["seconds"],
                  "evaluate_seconds": t_eval - t_fit,
                  "encode_seconds": _encode_seconds(encoder) - stats_before},
         environment=environment(),
@@ -224,16 +223,9 @@ def _fit(model: Disentangler, spec: RunSpec, tasks: Sequence[str], encoder: Enco
     callback = hooks.epoch_callback(model, encoder) if hooks.epoch_callback else None
     fit_method(model, encoder, pairs, batch_size=workspace.batch_size,
                checkpoint_dir=outputs.checkpoint_path(), on_epoch_end=callback)
-    history = getattr(model, "history_", None)
-    return model, {"data": report, "history": _history_dict(history),
-                   "diagnostics": getattr(model, "diagnostics_", None)}
-
-
-def _history_dict(history: Any) -> dict | None:
-    if history is None:
-        return None
-    to_dict = getattr(history, "to_dict", None)
-    return to_dict() if callable(to_dict) else dataclasses.asdict(history)
+    record = model.fit_record()
+    return model, {"data": report, "history": record["history"],
+                   "diagnostics": record["diagnostics"]}
 
 
 def _encode_seconds(encoder: Encoder) -> float:

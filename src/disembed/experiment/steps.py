@@ -111,15 +111,13 @@ def fit_method(method: str | Disentangler, encoder: Encoder, pairs: ParallelPair
     """Embed ``pairs`` with ``encoder`` and fit ``method`` (a name or an unfitted instance).
 
     ``checkpoint_dir`` and ``on_epoch_end`` reach trained recipes (closed-form ones have
-    no epochs); ``model.fit_seconds_`` records the time spent in ``fit``.
+    no epochs); ``model.fit_record()["seconds"]`` is the time spent in ``fit``.
     """
     model = make_method(method, **dict(params or {})) if isinstance(method, str) else method
     src, tgt = embed_pairs(encoder, pairs, batch_size=batch_size)
     options = {"checkpoint_dir": checkpoint_dir, "on_epoch_end": on_epoch_end}
     kwargs = {k: v for k, v in options.items() if v is not None and model.fit_accepts(k)}
-    t0 = time.perf_counter()
     model.fit(src, tgt, pairs.src_lang, pairs.tgt_lang, **kwargs)
-    model.fit_seconds_ = time.perf_counter() - t0
     return model
 
 

@@ -36,6 +36,7 @@ import hashlib
 import inspect
 import json
 import logging
+import time
 from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import Any, ClassVar, Sequence
@@ -133,10 +134,12 @@ def _fitting(fn):
         if any(x is None for x in (*s_lang, *t_lang)):
             raise ConfigError("fit needs the language of every training row; got None")
         self._fitting_now = True
+        t0 = time.perf_counter()
         try:
             out = fn(self, src, tgt, s_lang, t_lang, *args, **kwargs)
         finally:
             del self._fitting_now
+        self.fit_seconds_ = time.perf_counter() - t0
         self.language_id_ = None
         if self.uses_language:
             X = np.concatenate([np.asarray(src, np.float32), np.asarray(tgt, np.float32)])
@@ -220,6 +223,21 @@ class Disentangler(ABC):
     def get_params(self) -> dict[str, Any]:
         """Hyperparameters as given to ``__init__`` (JSON-safe)."""
         return {name: getattr(self, name) for name in self.param_names()}
+
+    # --- what other layers ask of a recipe -------------------------------------
+    def check_settings(self) -> None:
+        """Raise :class:`~disembed.exceptions.ConfigError` now for settings that only
+        fitting would otherwise find wrong (a trained recipe's training settings); a
+        recipe without such settings has nothing to check."""
+        return None
+
+    def fit_record(self) -> dict[str, Any]:
+        """What a run records of the last :meth:`fit`: ``seconds`` spent in it, ``history``
+        (a trained recipe's per-epoch record, JSON-safe) and ``diagnostics`` (a table the
+        recipe reports about its fit, ``{"title", "columns", "rows"}``); ``None`` where a
+        recipe has none, ``seconds`` 0 for a model that was loaded, not fitted."""
+        return {"seconds": float(getattr(self, "fit_seconds_", 0.0)), "history": None,
+                "diagnostics": None}
 
     # --- inference -----------------------------------------------------------
     @property

@@ -242,6 +242,28 @@ class LinearMap(Disentangler):
                                   "such rows through unchanged")
         return out
 
+    #: the columns of :meth:`fit_record`'s diagnostics table: (label, section, key)
+    _DIAGNOSTIC_COLUMNS = (("fit pairs", None, "n_fit"), ("held-out pairs", "heldout", "n"),
+                           ("mean abs p", "matrix", "p_mean_abs"), ("std p", "matrix", "p_std"),
+                           ("mean alpha", "matrix", "alpha_mean"),
+                           ("sigma/mean alpha", "matrix", "alpha_cv"),
+                           ("range/mean alpha", "matrix", "alpha_range"),
+                           ("dD", "heldout", "dD"), ("dC", "heldout", "dC"),
+                           ("fD", "heldout", "fD"), ("fC", "heldout", "fC"))
+
+    def fit_record(self) -> dict[str, Any]:
+        """The base's record, with the per-language map diagnostics as a table (held-out
+        pairs for dD, dC, fD, fC; see the module docstring)."""
+        rows = []
+        for lang, diag in sorted(getattr(self, "diagnostics_", {}).items()):
+            rows.append([lang] + [diag.get(key) if section is None
+                                  else (diag.get(section) or {}).get(key)
+                                  for _, section, key in self._DIAGNOSTIC_COLUMNS])
+        table = {"title": "Map diagnostics (linear-map; held-out pairs for dD, dC, fD, fC)",
+                 "columns": ["language", *(c[0] for c in self._DIAGNOSTIC_COLUMNS)],
+                 "rows": rows}
+        return {**super().fit_record(), "diagnostics": table if rows else None}
+
     def _state(self) -> dict[str, np.ndarray]:
         state = {}
         for lang, (A, b) in self.maps_.items():

@@ -121,7 +121,6 @@ class NeuralDisentangler(Disentangler):
 
     def papers(self) -> list[str]:
         """The recipe's paper, ORACLE's when its terms are on, mean-centering's when centred."""
-        from .mean_centering import MeanCentering
 
         out = super().papers()
         if self.oracle_variant is not None and not self.oracle_only:
@@ -158,6 +157,15 @@ class NeuralDisentangler(Disentangler):
         return add_weights(self.recipe_weights(), oracle)
 
     # --- training ------------------------------------------------------------
+    def check_settings(self) -> None:
+        """The training settings, checked by :class:`~disembed.training.TrainConfig`."""
+        self.train_config  # noqa: B018 (building it validates every field)
+
+    def fit_record(self) -> dict[str, Any]:
+        """The base's record, with the training history (every epoch, how it stopped)."""
+        history = getattr(self, "history_", None)
+        return {**super().fit_record(), "history": None if history is None else history.to_dict()}
+
     @property
     def train_config(self) -> TrainConfig:
         return TrainConfig(lr=self.lr, batch_size=self.batch_size, max_epochs=self.max_epochs,

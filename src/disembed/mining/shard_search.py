@@ -35,8 +35,17 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ..progress import progress_bar
+from ..retrieval.approximate import (
+    APPROXIMATE_INDEXES,
+    ApproximateOptions,
+    choose_nprobe_sharded,
+    fill_index,
+    search_index,
+    train_index,
+)
+from ..retrieval.faiss_backend import faiss_module
 from ..retrieval.knn import canonical_lists, knn_both
-from ..retrieval.search import resolve_backend
+from ..retrieval.search import APPROXIMATE, resolve_backend
 from ..util.files import atomic_write_bytes
 
 logger = logging.getLogger(__name__)
@@ -62,12 +71,10 @@ def knn_pair(x_path: str, y_path: str, k: int, out: str | None = None
 
 def fill_shard_index(trained_path: str, shard_path: str, out: str) -> str:
     """The trained empty index of ``trained_path`` filled with one shard, written to ``out``."""
-    from ..retrieval.approximate import fill_index
-    from ..retrieval.faiss_backend import _faiss
 
     if Path(out).exists():
         return out
-    faiss = _faiss()
+    faiss = faiss_module()
     index = fill_index(faiss.read_index(trained_path), np.load(shard_path, mmap_mode="r"))
     atomic_write_bytes(Path(out), [faiss.serialize_index(index).tobytes()])
     return out
@@ -77,14 +84,12 @@ def approx_pair(q_path: str, index_path: str, db_path: str, k: int, nprobe: int,
                 options: dict, out: str | None = None) -> tuple[np.ndarray, np.ndarray]:
     """The approximate k-NN of one query shard in one database shard's index; kept in
     ``out`` like :func:`knn_pair`'s lists."""
-    from ..retrieval.approximate import ApproximateOptions, search_index
-    from ..retrieval.faiss_backend import _faiss
 
     q, db = np.load(q_path, mmap_mode="r"), np.load(db_path, mmap_mode="r")
     done = load_lists(out, (len(q), len(q)))
     if done is not None:
         return done
-    index = _faiss().read_index(index_path)
+    index = faiss_module().read_index(index_path)
     D, I = search_index(index, q, db, min(k, len(db)), nprobe,  # noqa: E741
                         ApproximateOptions(**options))
     return save_lists(out, canonical_lists(q, db, D, I))
@@ -208,8 +213,6 @@ def _exact_lists(job: ShardJob, paths, rows, k):
 
 
 def _approximate_lists(job: ShardJob, paths, rows, k, backend, backend_options):
-    from ..retrieval.approximate import APPROXIMATE_INDEXES, ApproximateOptions
-    from ..retrieval.search import APPROXIMATE
 
     opt = ApproximateOptions(index=APPROXIMATE[backend], **backend_options)
     assert opt.index in APPROXIMATE_INDEXES
@@ -246,10 +249,8 @@ def _sample_shards(shard_paths, shard_rows, size: int, seed: int) -> np.ndarray:
 
 def _side_indexes(job: ShardJob, shard_paths, shard_rows, opt, name) -> list[str]:
     """One index file per shard of a side, all from one quantiser trained on the driver."""
-    from ..retrieval.approximate import train_index
-    from ..retrieval.faiss_backend import _faiss
 
-    faiss = _faiss()
+    faiss = faiss_module()
     tag = hashlib.blake2b(json.dumps([shard_paths, asdict(opt)], default=str).encode(),
                           digest_size=6).hexdigest()
     trained_path = job.run_dir / f"{name}-{tag}.trained.faiss"
@@ -267,12 +268,10 @@ def _side_indexes(job: ShardJob, shard_paths, shard_rows, opt, name) -> list[str
 
 def _calibrate(query_paths, index_paths, db_paths, db_rows, k, opt) -> int:
     """``nprobe`` for the recall target, measured on sampled queries against every shard."""
-    from ..retrieval.approximate import choose_nprobe_sharded
-    from ..retrieval.faiss_backend import _faiss
 
     if opt.nprobe is not None:
         return opt.nprobe
-    faiss = _faiss()
+    faiss = faiss_module()
     q_rows = [(0, 0)] * len(query_paths)
     start = 0
     for i, p in enumerate(query_paths):

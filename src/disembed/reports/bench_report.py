@@ -50,22 +50,27 @@ def _timing_table(result: ExperimentResult) -> str:
     return "\n".join(lines)
 
 
-def _map_table(runs) -> str:
-    """Per-language diagnostics of runs that have them (``linear-map``), or ``""``."""
-    lines = []
-    for run in runs:
-        for lang, diag in sorted(((run.training or {}).get("diagnostics") or {}).items()):
-            m, h = diag.get("matrix", {}), diag.get("heldout", {})
-            cells = [m.get(k) for k in ("p_mean_abs", "p_std", "alpha_mean", "alpha_cv",
-                                        "alpha_range")] + [h.get(k) for k in ("dD", "dC", "fD",
-                                                                               "fC")]
-            lines.append(f"| {_label(run)} | {lang} | {diag.get('n_fit', '')} | {h.get('n', '')} | "
-                         + " | ".join("" if c is None else f"{c:.3f}" for c in cells) + " |")
-    if not lines:
+def _cell(value) -> str:
+    if value is None:
         return ""
-    return "\n".join(["| run | language | fit pairs | held-out pairs | mean abs p | std p | "
-                      "mean alpha | sigma/mean alpha | range/mean alpha | dD | dC | fD | fC |",
-                      "|---|---|" + "---:|" * 11] + lines)
+    return f"{value:.3f}" if isinstance(value, float) else str(value)
+
+
+def _diagnostics_tables(runs) -> list[str]:
+    """The diagnostics table each recipe recorded of its fit (``Disentangler.fit_record``),
+    one section per title, a row per run and row; ``[]`` where no run has one."""
+    sections: dict[str, list[str]] = {}
+    for run in runs:
+        table = (run.training or {}).get("diagnostics")
+        if not isinstance(table, dict) or "columns" not in table:
+            continue  # none, or a result file from before recipes recorded tables
+        head = sections.setdefault(table["title"], [
+            "| run | " + " | ".join(table["columns"]) + " |",
+            "|---|" + "---|" * len(table["columns"])])
+        head += [f"| {_label(run)} | " + " | ".join(_cell(c) for c in row) + " |"
+                 for row in table["rows"]]
+    return [part for title, lines in sections.items()
+            for part in ("", f"## {title}", "", "\n".join(lines))]
 
 
 SUMMARY_PNG = "summary.png"
@@ -175,10 +180,7 @@ def render_bench(result: ExperimentResult, *, figure: bool = False,
         "",
         _timing_table(result),
     ]
-    maps = _map_table(result.runs)
-    if maps:
-        parts += ["", "## Map diagnostics (linear-map; held-out pairs for dD, dC, fD, fC)", "",
-                  maps]
+    parts += _diagnostics_tables(result.runs)
     for task in dict.fromkeys(s.task for _, s in flat):
         parts += ["", f"## {task}", "", detail_table(flat, task)]
     parts += ["", *_provenance(result)]

@@ -21,11 +21,15 @@ IndexKind = Literal["flat", "ivf", "hnsw"]
 INDEX_KINDS = ("flat", "ivf", "hnsw")
 
 
-def _faiss():
+def faiss_module():
+    """The faiss module (an install hint where it is missing), on the process' threads."""
     faiss = require("faiss", "faiss", "the faiss search backend")
     # faiss brings its own OpenMP and OpenBLAS: give them the process' one thread count
     faiss.omp_set_num_threads(configure_threads(reapply=True).threads)
     return faiss
+
+
+_faiss = faiss_module  # the name this module and retrieval.approximate use
 
 
 @dataclass

@@ -18,6 +18,9 @@ import time
 import numpy as np
 
 from ..exceptions import ConfigError
+from .approximate import ApproximateOptions, approximate_both, approximate_knn
+from .auto import measured_both, measured_one
+from .faiss_backend import FaissOptions, faiss_knn
 from .knn import KnnOptions, canonical_lists, knn, knn_both
 
 logger = logging.getLogger(__name__)
@@ -33,8 +36,6 @@ _PRECISION = {"exact": "auto", "exact-fp32": "float32", "exact-bf16": "bfloat16"
 
 
 def _faiss_options(backend: str, **options):
-    from .faiss_backend import FaissOptions
-
     return FaissOptions(index=backend.split("-", 1)[1], **options)
 
 
@@ -43,8 +44,6 @@ def _exact_options(backend: str, **options) -> KnnOptions:
 
 
 def _approximate_options(backend: str, **options):
-    from .approximate import ApproximateOptions
-
     return ApproximateOptions(index=APPROXIMATE[backend], **options)
 
 
@@ -84,19 +83,16 @@ def search(queries: np.ndarray, database: np.ndarray, k: int = 4, backend: str =
     """k-NN by inner product: ``D (nq, k) float32``, ``I (nq, k) int64``."""
     backend = resolve_backend(backend, len(queries), len(database))
     if backend == "auto":
-        from .auto import measured_one
 
         return measured_one(queries, database, k, _approximate_options("approx", **options),
                             lambda q, d, kk: knn(q, d, kk, _exact_options(
                                 "exact", **_split_options("exact", options))))
     options = _split_options(backend, options)
     if backend in APPROXIMATE:
-        from .approximate import approximate_knn
 
         return approximate_knn(queries, database, k,
                                _approximate_options(backend, **options))[:2]
     if backend.startswith("faiss"):
-        from .faiss_backend import faiss_knn
 
         return faiss_knn(queries, database, k, _faiss_options(backend, **options))
     return knn(queries, database, k, _exact_options(backend, **options))
@@ -119,7 +115,6 @@ def search_both_using(x: np.ndarray, y: np.ndarray, k: int = 4, backend: str = "
     backend = resolve_backend(backend, len(x), len(y))
     t0 = time.perf_counter()
     if backend == "auto":
-        from .auto import measured_both
 
         exact_opt = _exact_options("exact", **_split_options("exact", options))
         out, backend = measured_both(x, y, k, _approximate_options("approx", **options),
@@ -127,11 +122,9 @@ def search_both_using(x: np.ndarray, y: np.ndarray, k: int = 4, backend: str = "
         return _canonical(x, y, out, backend, k, t0), backend
     options = _split_options(backend, options)
     if backend in APPROXIMATE:
-        from .approximate import approximate_both
 
         out = approximate_both(x, y, k, _approximate_options(backend, **options))
     elif backend.startswith("faiss"):
-        from .faiss_backend import faiss_knn
 
         opt = _faiss_options(backend, **options)
         out = (*faiss_knn(x, y, k, opt), *faiss_knn(y, x, k, opt))

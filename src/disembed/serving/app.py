@@ -183,7 +183,7 @@ def service_info(service: EmbeddingService, limits: Limits, options: ServeOption
     return {"model_id": service.name, "model_ids": list(service.model_ids),
             "method": model.name, "recipe": model.method,
             "params": json.loads(json.dumps(model.get_params(), default=str)),
-            "languages": list(getattr(model, "languages_", []) or []),
+            "languages": model.known_languages(),
             "encoder": service.encoder.name,
             "encoder_identity": service.encoder.identity.to_dict(),
             "dim": service.encoder.dim, "views": service.views,

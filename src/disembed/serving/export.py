@@ -114,7 +114,7 @@ def export_model(model_dir: str | os.PathLike, out_dir: str | os.PathLike, *,
         prompts, default_prompt = export_prompts(base.prefix)
         identifier = getattr(model, "language_id_", None) if mmap.by_language else None
         head = ([identifying_module(mmap, identifier, _aliases(mmap.routes),
-                                    str(getattr(model, "unknown_policy", "nearest")))]
+                                    model.unknown_policy)]
                 if identifier is not None else meaning_modules(mmap))
         st_model = st.SentenceTransformer(
             modules=[*base.modules, *head], device="cpu", prompts=prompts,
@@ -167,7 +167,7 @@ def _export_info(saved: SavedModel, mmap: MeaningMap, notes: list[str]) -> dict[
             "encoder_spec": meta.encoder_spec, "dim": mmap.out_dim,
             "by_language": mmap.by_language,
             "routes": sorted(mmap.routes) if mmap.by_language else [],
-            "languages": list(getattr(model, "languages_", [])),
+            "languages": model.known_languages(),
             "identifies_language": bool(mmap.by_language
                                         and getattr(model, "language_id_", None) is not None),
             "training": meta.training, "notes": notes}

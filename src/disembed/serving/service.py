@@ -114,7 +114,7 @@ class EmbeddingService:
         """The number of dimensions of ``view``'s vectors."""
         if view not in self._dims:
             probe = np.zeros((1, int(self.encoder.dim)), np.float32)
-            known = list(getattr(self.model, "languages_", []) or [ANY_LANGUAGE])
+            known = list(self.model.known_languages() or [ANY_LANGUAGE])
             try:
                 self._dims[view] = int(self.view(probe, view, [str(known[0])]).shape[1])
             except ServiceError:

@@ -158,3 +158,17 @@ def test_tatoeba_f1_is_mtebs_own_metric():
     assert 0.1 < theirs["f1"] < 0.9 and len(set(nearest.tolist())) < 60
     assert bitext_mining_f1(a, b) == pytest.approx(theirs["f1"], abs=1e-12)
     assert bitext_mining_f1(b, a) != pytest.approx(theirs["f1"], abs=1e-3)
+
+
+@pytest.mark.parametrize("name", ["tatoeba", "sts17"])
+def test_every_mteb_subset_is_named_as_mteb_names_it(name):
+    """All 112 Tatoeba languages and the 11 STS17 tracks: disembed's subset -> MTEB's
+    ``hf_subset`` and language-script codes, exactly as MTEB's task metadata has them."""
+    from disembed.data.languages import normalize_language
+
+    task = TASKS.get(name)
+    theirs = mteb.get_task(task.metadata.mteb_name).metadata.hf_subsets_to_langscripts
+    for hf_subset, languages in theirs.items():
+        ours = normalize_language(hf_subset.split("-")[0]) if name == "tatoeba" else hf_subset
+        hub = task.hub_subset(ours)
+        assert (hub.name, list(hub.languages)) == (hf_subset, languages)

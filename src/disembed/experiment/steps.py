@@ -97,7 +97,7 @@ def with_untagged(model: Disentangler) -> Callable[[np.ndarray, str], dict[str, 
     gold-tag score in every table."""
     def views(X: np.ndarray, language: str) -> dict[str, np.ndarray]:
         out = model.views(X, language)
-        if model.uses_language and getattr(model, "language_id_", None) is not None:
+        if model.uses_language and model.language_identifier is not None:
             out[UNTAGGED_VIEW] = model.meaning(X, None)
         return out
 

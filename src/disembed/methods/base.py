@@ -231,6 +231,12 @@ class Disentangler(ABC):
         recipe without such settings has nothing to check."""
         return None
 
+    @property
+    def language_identifier(self) -> Any:
+        """The language identifier fitted with the model (on its raw training embeddings),
+        or ``None``: a recipe that uses no language, or a model saved before it had one."""
+        return getattr(self, "language_id_", None)
+
     def fit_record(self) -> dict[str, Any]:
         """What a run records of the last :meth:`fit`: ``seconds`` spent in it, ``history``
         (a trained recipe's per-epoch record, JSON-safe) and ``diagnostics`` (a table the

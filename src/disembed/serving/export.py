@@ -112,7 +112,7 @@ def export_model(model_dir: str | os.PathLike, out_dir: str | os.PathLike, *,
     try:
         base = base_pipeline(identity, work)
         prompts, default_prompt = export_prompts(base.prefix)
-        identifier = getattr(model, "language_id_", None) if mmap.by_language else None
+        identifier = model.language_identifier if mmap.by_language else None
         head = ([identifying_module(mmap, identifier, _aliases(mmap.routes),
                                     model.unknown_policy)]
                 if identifier is not None else meaning_modules(mmap))
@@ -169,7 +169,7 @@ def _export_info(saved: SavedModel, mmap: MeaningMap, notes: list[str]) -> dict[
             "routes": sorted(mmap.routes) if mmap.by_language else [],
             "languages": model.known_languages(),
             "identifies_language": bool(mmap.by_language
-                                        and getattr(model, "language_id_", None) is not None),
+                                        and model.language_identifier is not None),
             "training": meta.training, "notes": notes}
 
 

@@ -19,7 +19,11 @@ PER_LANGUAGE = 8
 # runs of characters no piece holds (one <unk> each), spaces, tabs, mixed scripts
 EXTRA = ["Ｈｅｌｌｏ　ｗｏｒｌｄ！１２３", "ꦣꦺꦏꦺꦢꦶꦒꦼ", "a  b   c ", " leading", "tab\there",
          "混合 text ﾃｽﾄ", "𝐁𝐨𝐥𝐝 math", "Hƿȳ bohtest þū hit?", "<s> tags </s>", "x\u200by",
-         "…‥「」『』", "🙂🙃 emoji"]
+         "…‥「」『』", "🙂🙃 emoji",
+         # Unicode forms and control characters: both sides apply disembed's edge (NFC,
+         # control characters other than TAB/LF to a space), so NFD and NFC agree
+         "Vie\u0323\u0302t Nam", "e\u0301te\u0301", "Stra\u00dfe u\u0308ber", "a\x00b",
+         "after NUL\x00 the rest", "bell\x07 and\x1b esc\x85 nel\x7f del\r cr"]
 
 
 def tatoeba_samples(per_language: int = PER_LANGUAGE) -> dict[str, list[str]]:
@@ -75,3 +79,22 @@ def test_export_tokens_equal_on_hard_cases_for_both_sides(tokenizers):
     # one <unk> per unknown character, as the C engine does (the Unigram model fuses runs)
     ids = hf(["passage: ꦣꦺꦏꦺ"])["input_ids"][0]
     assert ids.count(ours.unk) == 4 and ids == ours.encode("ꦣꦺꦏꦺ")
+
+
+def test_unicode_forms_and_control_characters_tokenize_alike(tokenizers):
+    """NFC and NFD spellings give the same tokens, in disembed and in the export; a NUL (or
+    any control character but TAB/LF) is a space: the rest of the text is never cut off."""
+    import unicodedata
+
+    ours, hf = tokenizers
+
+    def hf_ids(text):
+        return hf(["passage: " + text])["input_ids"][0]
+
+    for nfc in ["Việt Nam rất đẹp", "Straße über Öl", "été à Noël", "한국어 문장"]:
+        nfd = unicodedata.normalize("NFD", nfc)
+        assert nfd != nfc
+        assert ours.encode(nfd) == ours.encode(nfc) == hf_ids(nfd) == hf_ids(nfc), nfc
+    for text, same_as in [("a\x00b c", "a b c"), ("cut\x00 here? no", "cut here? no"),
+                          ("x\x1fy\x85z", "x y z")]:
+        assert ours.encode(text) == ours.encode(same_as) == hf_ids(text), repr(text)

@@ -14,6 +14,7 @@ from typing import Protocol, Sequence, runtime_checkable
 import numpy as np
 
 from ..exceptions import ConfigError, DataError, NonFiniteError, ShapeError
+from ..util.text import normalize_text
 
 
 @dataclass(frozen=True)
@@ -56,7 +57,12 @@ class Encoder(Protocol):
 
 
 def check_texts(texts: Sequence[str], source: str = "input") -> list[str]:
-    """Reject non-strings and empty sentences with an error naming the row."""
+    """The texts an encoder embeds: each normalised at the one edge
+    (:func:`~disembed.util.text.normalize_text`: NFC, control characters other than TAB and
+    LF as a space), non-strings and empty sentences rejected with an error naming the row.
+
+    Every encoder calls this first and embeds what it returns, and the embedding cache keys
+    its store by it, so the same text gives the same vector whatever its Unicode form."""
     if isinstance(texts, str):
         raise DataError(
             f"{source}: expected a sequence of sentences, got a single string; wrap it in a list"
@@ -65,10 +71,12 @@ def check_texts(texts: Sequence[str], source: str = "input") -> list[str]:
     for i, t in enumerate(out):
         if not isinstance(t, str):
             raise DataError(f"{source}: item {i} is {type(t).__name__}, expected str")
+        out[i] = t = normalize_text(t)
         if not t.strip():
             raise DataError(
-                f"{source}: sentence {i} is empty or whitespace only; remove it or "
-                "ask for counted skips (skip_empty=True / --skip-bad-lines)"
+                f"{source}: sentence {i} is empty or whitespace only (control characters "
+                "count as spaces); remove it or ask for counted skips (skip_empty=True / "
+                "--skip-bad-lines)"
             )
     return out
 

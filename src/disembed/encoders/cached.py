@@ -75,8 +75,10 @@ class CachedEncoder:
              ) -> int:
         """Encode and store every distinct text of ``texts`` not cached yet, in chunks of
         ``chunk_size`` (each stored before the next starts, so an interrupted fill resumes);
-        one progress bar with rate and ETA. Returns how many were encoded."""
-        todo = self.store.missing(texts)
+        one progress bar with rate and ETA. Returns how many were encoded. The store is keyed
+        by the normalised text (:func:`~disembed.encoders.base.check_texts`), never by the
+        text as given."""
+        todo = self.store.missing(check_texts(texts, self.name))
         if not todo:
             return 0
         logger.info("%s: encoding %d new sentences (%d cached)", self.name, len(todo),

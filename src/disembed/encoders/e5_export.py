@@ -8,6 +8,10 @@ instead of windowed, trailing spaces are dropped by the Hugging Face tokenizer (
 engine keeps a final ``▁`` token), and the normalisation map runs as a chain of
 ``Replace`` rules.
 
+The tokenizer's normaliser starts with disembed's edge normalisation
+(:func:`~disembed.util.text.normalize_text`: NFC, control characters other than TAB and LF
+to a space), so the export embeds the string the library embeds.
+
 Token identity with :class:`~disembed.encoders.e5_tokenizer.E5Tokenizer` (the C engine's
 tokens) needs two things the plain ``tokenizers`` Unigram does not do by itself:
 
@@ -32,7 +36,7 @@ from ..exceptions import ConfigError, require
 from ..util.files import sha256_file
 from .base import EncoderIdentity
 from .e5_format import E5File, bundled_weights, read_e5_file
-from .plugin import ExportedBase
+from .plugin import ExportedBase, edge_normalizers
 from .st_encoder import _st_modules
 
 XLMR_POSITION_OFFSET = 2  # XLM-R positions start at padding_idx + 1
@@ -80,7 +84,9 @@ def hf_tokenizer(f: E5File):
     vocab = [(p, float(s)) for p, s in zip(f.pieces, f.scores, strict=True)]
     tok = tk.Tokenizer(tk.models.Unigram(vocab, f.unk, False))
     rules = [normalizers.Replace(chr(cp), out) for cp, out in sorted(f.norm_map.items())]
-    tok.normalizer = normalizers.Sequence([*rules, normalizers.Replace(Regex(" {2,}"), " ")])
+    # disembed's edge (NFC, control characters to a space) first, as check_texts does it
+    tok.normalizer = normalizers.Sequence([*edge_normalizers(), *rules,
+                                           normalizers.Replace(Regex(" {2,}"), " ")])
     tok.pre_tokenizer = pre_tokenizers.Sequence([
         pre_tokenizers.Metaspace(replacement="\u2581", prepend_scheme="always", split=False),
         pre_tokenizers.Split(Regex(unknown_characters_regex(f)), "isolated")])

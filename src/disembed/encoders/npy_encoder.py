@@ -15,6 +15,7 @@ import numpy as np
 from ..data.io import read_lines
 from ..exceptions import DataError
 from ..util.files import finish_pending, sha256_file
+from ..util.text import normalize_text
 from .base import EncoderIdentity, check_batch_size, check_texts
 from .plugin import EncoderPlugin
 
@@ -67,7 +68,8 @@ class NpyEncoder(EncoderPlugin):
                 f"{matrix.shape[0]} rows; they must be line-aligned"
             )
         self._matrix = matrix
-        self._row = {t: i for i, t in enumerate(texts)}
+        # keyed as the encoder is asked: by the normalised text (check_texts)
+        self._row = {normalize_text(t): i for i, t in enumerate(texts)}
         self.dim = int(matrix.shape[1])
         self.name = f"npy:{matrix_path}"
         self.identity = EncoderIdentity(

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Mapping
 
 from ..exceptions import CheckpointError, ConfigError, require
+from ..util.text import CONTROL_CHARACTERS, UNICODE_FORM
 from .base import EncoderIdentity
 
 
@@ -41,6 +42,29 @@ def st_modules() -> dict:
         from sentence_transformers import models as m
     names = ("Transformer", "Pooling", "Normalize", "Dense", "Router")
     return {name: getattr(m, name, None) for name in names}
+
+
+def edge_normalizers() -> list:
+    """The ``tokenizers`` normalisers that do what :func:`~disembed.util.text.normalize_text`
+    does (NFC, then control characters other than TAB and LF to a space), to put first in an
+    exported tokenizer's normaliser: the export then embeds the string disembed embeds."""
+    from tokenizers import Regex, normalizers
+
+    return [getattr(normalizers, UNICODE_FORM)(),
+            normalizers.Replace(Regex(CONTROL_CHARACTERS), " ")]
+
+
+def with_edge_normalizer(tokenizer) -> bool:
+    """Put :func:`edge_normalizers` in front of a transformers fast tokenizer's own
+    normaliser, in place; ``False`` for a tokenizer without a ``tokenizers`` backend."""
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    if backend is None:
+        return False
+    from tokenizers import normalizers
+
+    own = backend.normalizer
+    backend.normalizer = normalizers.Sequence([*edge_normalizers(), *([own] if own else [])])
+    return True
 
 
 def identity_from_dict(saved: Mapping[str, Any], where: str) -> EncoderIdentity:

@@ -29,7 +29,7 @@ import numpy as np
 
 from ..exceptions import ConfigError, require
 from .base import EncoderIdentity, check_batch_size, check_texts
-from .plugin import EncoderPlugin, ExportedBase, st_modules
+from .plugin import EncoderPlugin, ExportedBase, st_modules, with_edge_normalizer
 
 POOLING_MODES = ("mean", "cls", "lasttoken", "max")
 
@@ -163,12 +163,19 @@ class SentenceTransformerEncoder(EncoderPlugin):
     @classmethod
     def export_modules(cls, identity: EncoderIdentity, workdir: Path) -> ExportedBase:
         """The same sentence-transformers model, pooling, prefix and maximum length the model
-        was trained on (checked by rebuilding the identity), normalised if it was."""
+        was trained on (checked by rebuilding the identity), normalised if it was; its
+        tokenizer's normaliser starts with disembed's text normalisation
+        (:func:`~.plugin.edge_normalizers`)."""
         modules = list(cls.rebuild(identity).sentence_transformer)
         if identity.normalize and type(modules[-1]).__name__ != "Normalize":
             modules.append(st_modules()["Normalize"]())
+        notes = []
+        if not with_edge_normalizer(getattr(modules[0], "tokenizer", None)):
+            notes.append("the base model's tokenizer has no 'tokenizers' normaliser to carry "
+                         "disembed's text normalisation (NFC, control characters to a space): "
+                         "normalise texts that way before encoding them")
         local = os.path.exists(identity.model) or identity.model.count("/") != 1
-        return ExportedBase(modules, identity.prefix, identity.model,
+        return ExportedBase(modules, identity.prefix, identity.model, notes,
                             base_model=None if local else identity.model,
                             license=KNOWN_LICENSES.get(identity.model.lower(), "other"))
 

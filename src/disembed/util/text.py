@@ -1,8 +1,48 @@
-"""Small text helpers."""
+"""Small text helpers, and the one edge where every text is normalised before any encoder
+sees it.
+
+:func:`normalize_text` is applied where texts enter an encoder
+(:func:`disembed.encoders.base.check_texts`, which every backend and the embedding cache
+call, so the cache is keyed by the normalised text), and the exported sentence-transformers
+folders carry the same two steps in their tokenizer's normaliser
+(:data:`UNICODE_FORM`, :data:`CONTROL_CHARACTERS`), so a process without disembed
+normalises alike. The library, the CLI, the service and the export therefore embed the same
+string for the same text:
+
+1. **Unicode NFC** (canonical composition): the NFC and NFD spellings of a sentence
+   (``Việt`` as one code point per letter or as ``e`` + combining marks) are the same
+   text, so they get the same vector. NFC, not NFKC: NFKC also folds compatibility
+   characters (``²`` -> ``2``, ``ﬁ`` -> ``fi``, full-width letters), which changes what
+   some texts say and what other encoders' tokenizers see; the e5 tokenizer already folds
+   those character by character (its SentencePiece ``nmt_nfkc`` table), and what its
+   table cannot do, composing ``e`` + ``U+0301`` into ``é``, is exactly what NFC adds
+   (docs/language_free.md, "One text, one string", for the measurement).
+2. **Control characters become a space**: every character of Unicode category ``Cc``
+   except TAB and LF (C0 ``U+0000-U+001F``, DEL ``U+007F``, C1 ``U+0080-U+009F``),
+   NUL included. The whole text is embedded: a NUL byte no longer ends the text in one
+   surface (the C engine's string cut) and not in another, and a control character
+   between two words still separates them.
+"""
 
 from __future__ import annotations
 
 import re
+import unicodedata
+
+#: the Unicode normalisation form every text is put in before it is embedded
+UNICODE_FORM = "NFC"
+#: the control characters mapped to a space (category Cc less TAB and LF), as a regular
+#: expression both Python's ``re`` and the ``tokenizers`` library (Oniguruma) read
+CONTROL_CHARACTERS = r"[\x{00}-\x{08}\x{0B}-\x{1F}\x{7F}-\x{9F}]"
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def normalize_text(text: str) -> str:
+    """``text`` as disembed embeds it: NFC, control characters other than TAB and LF
+    replaced by a space (see the module docstring). Idempotent."""
+    if not unicodedata.is_normalized(UNICODE_FORM, text):
+        text = unicodedata.normalize(UNICODE_FORM, text)
+    return _CONTROL.sub(" ", text)
 
 
 def slug(text: str, max_length: int = 60) -> str:

@@ -79,9 +79,34 @@ def test_every_known_code_is_its_own_canonical_form():
 
 
 def test_unknown_language_lists_known_codes():
-    with pytest.raises(ConfigError, match="Unknown language code 'qqq'.*Known codes: af"):
-        normalize_language("qqq")
+    with pytest.raises(ConfigError, match="Unknown language code 'qqq'.*data for: af"):
+        normalize_language("qqq")  # reserved for local use: names no language
     assert to_iso3("zh") == "cmn"
+
+
+@pytest.mark.parametrize("code,canonical", [
+    ("yo", "yo"), ("yor", "yo"), ("bo", "bo"), ("bod", "bo"), ("tib", "bo"), ("haw", "haw"),
+    ("yo-NG", "yo"), ("bod_Tibt", "bo"), ("kok", "kok"), ("iw", "he"), ("i-klingon", "tlh")])
+def test_every_real_languages_code_is_accepted(code, canonical):
+    """Issue 31: a real ISO 639 / BCP-47 code is accepted though the project has no data
+    for the language (Yoruba and Tibetan were refused)."""
+    assert normalize_language(code) == canonical
+
+
+@pytest.mark.parametrize("code", ["xx", "zzz", "x-private", "qaa", "123", "und", "mul", "d3"])
+def test_malformed_or_languageless_codes_are_errors(code):
+    with pytest.raises(ConfigError):
+        normalize_language(code)
+
+
+def test_undetermined_tags_are_no_tag():
+    from disembed.data.languages import normalize_tag, valid_language_subtags
+
+    assert [normalize_tag(c) for c in (None, "und", "UND", "mul", "und-Latn", "de")] == [
+        None, None, None, None, None, "de"]
+    valid = valid_language_subtags()
+    assert {"yo", "bo", "haw", "de", "deu"} <= set(valid) and len(valid) > 7000
+    assert not {"xx", "zzz", "qaa"} & set(valid)
 
 
 def test_every_bundled_encoders_languages_are_known_codes():

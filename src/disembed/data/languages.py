@@ -5,14 +5,22 @@ Tatoeba (``cmn``, ``swh``, ``pes``, ``zsm``) and FLORES-style script tags
 (``zho_Hans``, ``deu_Latn``) and BCP-47 tags with region or script (``de-DE``,
 ``zh-Hant-TW``) all map to one canonical code: the ISO 639-1 code where the
 language has one, else the ISO 639-3 code. The code tables are the CLDR's, read
-through ``langcodes``. Unknown codes are an error naming the nearest known ones.
-Every entry point (API, CLI, data loaders, models) goes through
-:func:`normalize_language`.
+through ``langcodes``. Every well-formed code of a real language is accepted (Yoruba
+``yo``/``yor``, Tibetan ``bo``/``bod``/``tib``), also one this project has no data for;
+only a malformed code or one that names no language (``xx``, ``zzz``, ``x-private``) is an
+error, naming the nearest known codes. Every entry point (API, CLI, data loaders, models)
+goes through :func:`normalize_language`; a per-row tag may also be one of
+:data:`NO_LANGUAGE` (``und``, ``mul``), which says "no one language": such a row is
+handled as untagged (:func:`normalize_tag`).
 """
 
 from __future__ import annotations
 
 import difflib
+import functools
+import itertools
+import re
+import string
 
 from ..exceptions import ConfigError
 
@@ -77,17 +85,30 @@ def known_languages() -> list[str]:
 _CLDR_TO_CANONICAL = {"fil": "tl", "sr": "sr", "iw": "he", "in": "id", "mo": "ro"}
 
 
+#: BCP-47 codes that name no one language ("undetermined", "multiple languages"): a row
+#: tagged so is handled as untagged (its language identified from the text)
+NO_LANGUAGE = ("und", "mul")
+
+
+#: ISO 639-2's codes reserved for local use (``qaa``-``qtz``): they name no language
+_LOCAL_USE = re.compile("q[a-t][a-z]")
+
+
+@functools.lru_cache(maxsize=4096)
 def _parse(raw: str) -> str | None:
     """The language subtag of ``raw`` by the CLDR's tables (``deu`` -> ``de``, ``zh-Hant-TW``
-    -> ``zh``, ``cmn`` -> ``zh``), or ``None`` where it is no well-formed tag."""
+    -> ``zh``, ``cmn`` -> ``zh``), or ``None`` where it is no well-formed tag of a real
+    language (a malformed tag, an unassigned subtag such as ``xx``, private use ``x-...``)."""
     import langcodes
 
     try:
         tag = langcodes.standardize_tag(raw.replace("_", "-"), macro=True)
+        lang = langcodes.Language.get(tag).language
     except ValueError:  # langcodes.tag_parser.LanguageTagError is a ValueError
         return None
-    lang = langcodes.Language.get(tag).language
-    return _CLDR_TO_CANONICAL.get(lang, lang) if lang else None
+    if not lang or "-" in lang or _LOCAL_USE.fullmatch(lang) or not langcodes.tag_is_valid(lang):
+        return None
+    return _CLDR_TO_CANONICAL.get(lang, lang)
 
 
 def normalize_language(code: str) -> str:
@@ -96,14 +117,17 @@ def normalize_language(code: str) -> str:
     (``de-DE``, ``zh-Hant-TW``), FLORES-style (``zho_Hans``, ``deu_Latn``), Tatoeba's
     individual-language codes (``cmn``, ``swh``, ``pes``) and a few English names.
 
-    The code tables are the CLDR's, through the maintained ``langcodes`` library; the only
-    hand-written tables say which languages this project knows (the encoders' pre-training
-    languages and those in the bundled data) and a handful of CLDR preferences it spells
-    differently (``fil`` -> ``tl``).
+    The code tables are the CLDR's, through the maintained ``langcodes`` library: every
+    real language's code is accepted (``yo``, ``bo``, ``haw``), whether or not this project
+    has data for it; the only hand-written tables say which languages this project knows
+    (the encoders' pre-training languages and those in the bundled data: their spellings
+    win, e.g. ``hbs`` -> ``sh``) and a handful of CLDR preferences it spells differently
+    (``fil`` -> ``tl``).
 
     Raises:
-        ConfigError: the code is not a language this project knows; the message names the
-            nearest known codes.
+        ConfigError: ``code`` is malformed or names no real language (``xx``, ``zzz``,
+            ``und``: use :func:`normalize_tag` for per-row tags that may be undetermined);
+            the message names the nearest known codes.
     """
     if not isinstance(code, str) or not code.strip():
         raise ConfigError(f"a language code must be a non-empty string, got {code!r}; give "
@@ -117,9 +141,37 @@ def normalize_language(code: str) -> str:
     if raw.lower() in _NAMES:
         return _NAMES[raw.lower()]
     parsed = _parse(raw)
-    if parsed in _ISO1 or parsed in _ISO3_ONLY:
+    if parsed is not None and parsed not in NO_LANGUAGE:
         return parsed
+    if base in NO_LANGUAGE:
+        raise ConfigError(f"{code!r} names no one language (BCP-47's 'undetermined' or "
+                          "'multiple languages'); give the language's own code, or leave the "
+                          "tag out where a model may identify the language from the text")
     raise ConfigError(_unknown_message(code, base))
+
+
+def normalize_tag(code: str | None) -> str | None:
+    """A per-row language tag: ``None`` for no tag or one of :data:`NO_LANGUAGE` (``und``,
+    ``mul``: the row's language is then identified from its text), else
+    :func:`normalize_language`'s canonical code."""
+    if code is None:
+        return None
+    if isinstance(code, str) and code.strip().replace("_", "-").split("-")[0].lower() \
+            in NO_LANGUAGE:
+        return None
+    return normalize_language(code)
+
+
+@functools.lru_cache(maxsize=1)
+def valid_language_subtags() -> tuple[str, ...]:
+    """Every two- and three-letter language subtag the CLDR's tables assign to a language
+    (``aa`` ... ``zzj``, about 8,000; not the local-use ``qaa``-``qtz``), for a process that
+    cannot ask ``langcodes`` (an export)."""
+    import langcodes
+
+    letters = string.ascii_lowercase
+    codes = ("".join(t) for n in (2, 3) for t in itertools.product(letters, repeat=n))
+    return tuple(c for c in codes if not _LOCAL_USE.fullmatch(c) and langcodes.tag_is_valid(c))
 
 
 def _unknown_message(code: str, base: str) -> str:
@@ -127,9 +179,9 @@ def _unknown_message(code: str, base: str) -> str:
     close = difflib.get_close_matches(base, known + list(_ISO3_TO_1), n=3, cutoff=0.5)
     close = list(dict.fromkeys(_ISO3_TO_1.get(c, c) for c in close))
     nearest = f"nearest known: {', '.join(close)}" if close else "no known code is close"
-    return (f"Unknown language code {code!r} ({nearest}): expected an ISO 639-1/639-3 or "
-            "BCP-47 code of a language this project knows, e.g. 'de', 'deu', "
-            f"'de-DE' or 'zho_Hans'. Known codes: {', '.join(known)}")
+    return (f"Unknown language code {code!r} ({nearest}): expected a well-formed ISO "
+            "639-1/639-3 or BCP-47 code of a real language, e.g. 'de', 'deu', 'de-DE', "
+            f"'zho_Hans' or 'yo'. Codes this project has data for: {', '.join(known)}")
 
 
 #: scripts where MTEB's task metadata differs from the CLDR's likely script (or the CLDR has

@@ -14,7 +14,7 @@ import logging
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, ClassVar
 
-from ..data.languages import normalize_language
+from ..data.languages import known_languages, normalize_language
 from ..encoders import DEFAULT_ENCODER
 from ..evaluation import DEFAULT_TASKS, EvalOptions
 from ..exceptions import ConfigError
@@ -93,11 +93,15 @@ class TrainingData:
             object.__setattr__(self, "keep_out", tuple(self.keep_out))
 
     def _check_file_languages(self) -> None:
-        """The languages of a pairs file (by default its column names) must be known codes."""
+        """The languages of a pairs file must be language codes; a column name taken as one
+        (no ``--src-lang``) must be a language this project knows: ``src`` and ``tgt`` are
+        codes of real languages (Logudorese, Tagbanwa), but hardly what a header means."""
         for lang, col, option in ((self.src_lang, self.src_col, "--src-lang"),
                                   (self.tgt_lang, self.tgt_col, "--tgt-lang")):
             try:
-                normalize_language(lang or col)
+                code = normalize_language(lang or col)
+                if not lang and code not in known_languages():
+                    raise ConfigError(code)
             except ConfigError:
                 source = "is" if lang else "defaults to the column name"
                 raise ConfigError(

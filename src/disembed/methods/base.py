@@ -43,7 +43,7 @@ from typing import Any, ClassVar, Sequence
 
 import numpy as np
 
-from ..data.languages import normalize_language
+from ..data.languages import normalize_language, normalize_tag
 from ..exceptions import CheckpointError, ConfigError, NonFiniteError, NotFittedError, ShapeError
 from ..util.constraints import Constraint, validate_params
 from ..util.files import atomic_write_bytes
@@ -86,21 +86,16 @@ def as_language_array(languages: Languages, n: int) -> np.ndarray:
     return arr
 
 
-#: BCP-47's "undetermined" language: a row tagged so is treated as untagged (predicted)
-UNDETERMINED = "und"
-
-
 def normalize_languages(languages: Languages, n: int) -> np.ndarray:
-    """``(n,)`` object array of canonical codes (``None`` kept; BCP-47's ``und``,
-    undetermined, becomes ``None``; ``"unknown"``, what :meth:`Disentangler.predict_language`
-    answers far from every known language, is kept and gets the unseen-language fallback),
-    each distinct code normalised once."""
+    """``(n,)`` object array of canonical codes (``None`` kept; BCP-47's ``und`` and ``mul``,
+    no one language, become ``None``: :func:`~disembed.data.languages.normalize_tag`;
+    ``"unknown"``, what :meth:`Disentangler.predict_language` answers far from every known
+    language, is kept and gets the unseen-language fallback), each distinct code normalised
+    once."""
     arr = as_language_array(languages, n)
 
     def canonical_of(code):
-        if code is None or code == UNDETERMINED:
-            return None
-        return UNKNOWN if code == UNKNOWN else normalize_language(code)
+        return UNKNOWN if code == UNKNOWN else normalize_tag(code)
 
     canonical = {code: canonical_of(code) for code in set(arr.tolist())}
     return np.array([canonical[code] for code in arr.tolist()], dtype=object).reshape(n)

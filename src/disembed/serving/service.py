@@ -25,7 +25,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..data.languages import known_languages, normalize_language
+from ..data.languages import known_languages, normalize_tag
 from ..encoders import Encoder
 from ..evaluation.metrics import paired_cosine
 from ..exceptions import DisembedError
@@ -36,20 +36,21 @@ from ..progress import no_progress
 ANY_LANGUAGE = "und"
 
 
-def _normalize(code: object, param: str) -> str:
-    """``code`` as the canonical code, or a 400 naming the nearest known codes."""
+def _normalize(code: object, param: str) -> str | None:
+    """``code`` as the canonical code (``None`` for ``und``/``mul``: identified, as with no
+    code), or a 400 naming the nearest known codes."""
     if not isinstance(code, str) or not code.strip():
         raise ServiceError(f"'{param}' must hold language codes such as \"de\"; got {code!r}",
                            param=param)
     try:
-        return normalize_language(code)
+        return normalize_tag(code)
     except DisembedError:
         near = difflib.get_close_matches(code.strip().lower().replace("_", "-").split("-")[0],
                                          known_languages(), n=5, cutoff=0.5)
         hint = f"nearest known codes: {', '.join(near)}" if near else "see GET /info"
-        raise ServiceError(f"unknown language code {code!r} in '{param}'; {hint} (ISO 639-1 "
-                           "or 639-3, BCP-47 such as de-DE, or FLORES such as deu_Latn)",
-                           param=param) from None
+        raise ServiceError(f"unknown language code {code!r} in '{param}': not a well-formed "
+                           f"code of a real language; {hint} (ISO 639-1 or 639-3, BCP-47 "
+                           "such as de-DE, or FLORES such as deu_Latn)", param=param) from None
 
 
 class ServiceError(Exception):

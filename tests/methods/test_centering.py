@@ -79,11 +79,13 @@ def test_unseen_language_follows_unknown_language(toy_pairs):
     assert make_method("seed-centered").unknown_language == "global"  # chosen on validation
     near = make_method("seed-centered", unknown_language="nearest", **QUICK).fit(
         src, tgt, src_lang, "en")
-    chosen = near.predict_language(X).nearest  # the identifier's closest training language
-    mu_rows = np.stack([near.centering_.means_[near.centering_.languages_.index(c)]
-                        for c in chosen])
-    np.testing.assert_allclose(near.meaning(X, "fr"), head_parts(near, X - mu_rows)[0],
-                               atol=1e-5)
+    # the identifier's mixture of the training languages' routes (issue 31: no argmax)
+    w = near.language_id_.route_weights(X)  # (6, L)
+    routes = [head_parts(near, X - near.centering_.means_[near.centering_.languages_.index(c)])
+              [0] for c in near.language_id_.languages_]
+    want = sum(w[:, [k]] * r for k, r in enumerate(routes))
+    np.testing.assert_allclose(near.meaning(X, "fr"), want, atol=1e-5)
+    np.testing.assert_allclose(near.meaning(X, "fr"), near.meaning(X), atol=1e-6)
     with pytest.raises(ConfigError, match="'batch'.*removed"):
         make_method("seed-centered", unknown_language="batch")
     glob = make_method("seed-centered", unknown_language="global", **QUICK).fit(

@@ -39,14 +39,21 @@ def test_meaning_without_a_tag_uses_the_predicted_language(caplog):
     X, langs = _labelled()
     with caplog.at_level(logging.INFO, logger="disembed"):
         untagged = model.meaning(X)
-    assert "assumed" in caplog.text and "confidence" in caplog.text
+    assert "mixture" in caplog.text and "confidence" in caplog.text
     predicted = model.predict_language(X).codes
-    assert (predicted == UNKNOWN).any()  # a far training row: still centred as its language
-    np.testing.assert_array_equal(untagged, model.meaning(X, list(
-        model.predict_language(X).nearest)))  # 'unknown' rows too: the most likely language
-    np.testing.assert_allclose(untagged, model.meaning(X, langs), atol=1e-6)  # all right
+    assert (predicted == UNKNOWN).any()  # a far training row: still a mixture of languages
+    w = model.language_id_.route_weights(X)  # 'unknown' rows too: weighted by the posterior
+    want = sum(w[:, [k]] * model.meaning(X, code)
+               for k, code in enumerate(model.language_id_.languages_))
+    np.testing.assert_allclose(untagged, want, atol=1e-6)
+    tagged = model.meaning(X, langs)  # where the identifier is sure, near the tag's route
+    cos = (untagged * tagged).sum(1) / np.linalg.norm(untagged, axis=1) / np.linalg.norm(
+        tagged, axis=1)
+    assert np.median(cos) > 0.9999 and cos.min() > 0.99
     mixed = [None if i % 2 else code for i, code in enumerate(langs)]
-    np.testing.assert_allclose(model.meaning(X, mixed), untagged, atol=1e-6)
+    np.testing.assert_allclose(model.meaning(X, mixed)[1::2], untagged[1::2], atol=1e-6)
+    np.testing.assert_allclose(model.meaning(X, mixed)[::2], model.meaning(X, langs)[::2],
+                               atol=1e-6)
 
 
 def test_identifier_is_saved_with_the_model_and_loads_identical(tmp_path):

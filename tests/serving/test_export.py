@@ -384,3 +384,32 @@ def test_exported_identifier_centres_far_rows_as_disembed_does(trained, name):
     got = module.forward({"sentence_embedding": torch.from_numpy(far)})["sentence_embedding"]
     np.testing.assert_allclose(got.numpy(), model.meaning(far), atol=1e-5)
     assert module.identify(torch.from_numpy(far)) == list(model.predict_language(far).nearest)
+
+
+@pytest.mark.parametrize("name", ["mean-centering", "seed-centered", "linear-map"])
+def test_exported_module_takes_every_code_disembed_takes(trained, name):
+    """Issue 31: a real language the model never saw (``hi``, ``yo``, ``bod_Tibt``) gets the
+    model's fallback in the export as in disembed (the export refused ``hi``); ``und`` and
+    ``mul`` are no tag; only a malformed code is an error."""
+    import torch
+
+    from disembed.serving.export import _aliases
+    from disembed.serving.st_pipeline import identifying_module
+
+    model, enc = trained[1][name]
+    mmap = meaning_map(model)
+    module = identifying_module(mmap, model.language_id_, _aliases(mmap.routes),
+                                model.unseen_route())
+    X = enc.encode(["hallo welt", "hello world", "katze hund haus"])
+
+    def run(**kwargs):
+        out = module.forward({"sentence_embedding": torch.from_numpy(X)}, **kwargs)
+        return out["sentence_embedding"].numpy()
+
+    for code in ("hi", "yo", "bod_Tibt", "de", "deu", "ger", "EN", "und", "mul-Latn"):
+        np.testing.assert_allclose(run(language=code), model.meaning(X, code), atol=1e-5,
+                                   err_msg=code)
+    np.testing.assert_allclose(run(), model.meaning(X), atol=1e-5)
+    for bad in ("xx", "zzz", "qaa"):
+        with pytest.raises(ValueError, match="not a well-formed code"):
+            run(language=bad)

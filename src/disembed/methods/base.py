@@ -16,14 +16,15 @@ sees canonical codes of rows it can handle):
   row with ``None`` entries predicted;
 * a model that :attr:`~Disentangler.uses_language` fits a :class:`.LanguageIdentifier` on
   the raw training embeddings with itself, saves it with itself, and uses it for rows
-  without a tag: each such row is handled as the training language the identifier finds
-  most likely, also where it flags the row "unknown" (far from every known language;
-  :meth:`~Disentangler.predict_language`; the assumed languages and their confidence are
-  logged). Chosen on validation data (WMT20 QE dev; docs/language_free.md, point 6);
+  without a tag: each such row is the mixture of every language's route weighted by the
+  identifier's tempered posterior (:mod:`.routing`; also where it flags the row "unknown",
+  far from every known language), never a hard argmax, so the meaning is continuous in the
+  embedding (the languages it finds most likely and their confidence are logged;
+  docs/language_free.md, "No hard route");
 * a language the model never saw gets its ``unknown_language`` fallback, row by row:
   ``"global"`` (the mean over the training languages; the default of the recipes that have
-  the choice, chosen on validation data), ``"nearest"`` (the language the identifier finds
-  closest) or ``"error"``; :meth:`~Disentangler.calibrate` adds a
+  the choice, chosen on validation data), ``"nearest"`` (the identifier's mixture, as for
+  an untagged row) or ``"error"``; :meth:`~Disentangler.calibrate` adds a
   language from unlabeled sentences of it.
 
 Nothing depends on the other rows of a call: ``meaning(X)[i] == meaning(X[i:i+1])``.
@@ -47,8 +48,9 @@ from ..data.languages import normalize_language, normalize_tag
 from ..exceptions import CheckpointError, ConfigError, NonFiniteError, NotFittedError, ShapeError
 from ..util.constraints import Constraint, validate_params
 from ..util.files import atomic_write_bytes
-from .export_map import MeaningMap
+from .export_map import GLOBAL_ROUTE, MeaningMap
 from .language_id import UNKNOWN, LanguageIdentifier, LanguagePrediction
+from .routing import Routing
 
 logger = logging.getLogger(__name__)
 
@@ -102,15 +104,14 @@ def normalize_languages(languages: Languages, n: int) -> np.ndarray:
 
 
 def _resolving(fn):
-    """Wrap a recipe's ``meaning``/``language``/``views`` so it gets resolved codes."""
+    """Wrap a recipe's ``meaning``/``language``/``views`` so it gets canonical codes: one
+    call per route, mixed for rows without a tag (:meth:`Disentangler.routing`)."""
     @functools.wraps(fn)
     def wrapper(self, X, languages=None, *args, **kwargs):
         X = self._check(X)
-        langs = self.resolve_languages(X, languages)
-        first = langs[0] if len(langs) else None
-        if first is not None and all(x == first for x in langs.tolist()):
-            return fn(self, X, first, *args, **kwargs)  # one code for all rows
-        return fn(self, X, langs, *args, **kwargs)
+        routing = self.routing(X, languages)
+        return routing.apply(lambda rows, code: fn(self, X if rows is None else X[rows], code,
+                                                   *args, **kwargs), len(X))
 
     wrapper._resolves_languages = True  # type: ignore[attr-defined]
     return wrapper
@@ -284,33 +285,57 @@ class Disentangler(ABC):
                                  "refit it, or give the language of every row"))
         return lid.predict(X)
 
-    def resolve_languages(self, X: np.ndarray, languages: Languages) -> np.ndarray:
-        """``(n,)`` canonical codes for rows ``X (n, d)``: tags normalised, missing ones
-        predicted (the identifier's most likely training language, even for a row it calls
-        "unknown"), and (for a model that uses a language) unseen tags replaced by the
-        ``"nearest"`` fallback where that is the model's ``unknown_language``."""
+    def routing(self, X: np.ndarray, languages: Languages) -> Routing:
+        """How each row of raw embeddings ``X (n, d)`` is routed (:mod:`.routing`): a tagged
+        row by its canonical tag (a tag the model never saw by the recipe's
+        ``unknown_language`` fallback); a row without a tag, and an unseen tag where the
+        fallback is ``"nearest"``, by the mixture of every language's route weighted by the
+        language identifier's tempered posterior
+        (:meth:`~.language_id.LanguageIdentifier.route_weights`)."""
         langs = normalize_languages(languages, len(X))
         if not self.uses_language:
-            return langs
+            return Routing.hard(langs)
         missing = np.array([x is None for x in langs.tolist()], dtype=bool)
+        mixed = missing.copy()
+        lid = self.language_identifier
+        if self.unknown_policy == "nearest" and lid is not None:
+            known = set(self.known_languages())
+            mixed |= np.array([x is not None and x not in known for x in langs.tolist()])
+        if not mixed.any():
+            return Routing.hard(langs)
+        pred = self.predict_language(X[mixed])  # an older model without one: a clear error
         if missing.any():
-            pred = self.predict_language(X[missing])
-            langs[missing] = pred.nearest  # its best guess, also for an 'unknown' row
-            logger.info("%s: no language given for %d row(s); assumed %s (mean confidence "
-                        "%.2f; an 'unknown' row is handled as its most likely language)",
-                        self.name, int(missing.sum()), pred.summary(),
-                        float(pred.confidence.mean()))
-        known = set(self.known_languages())
-        unseen = np.array([x not in known for x in langs.tolist()], dtype=bool)
-        lid = getattr(self, "language_id_", None)
-        if unseen.any() and lid is not None and self.unknown_policy == "nearest":
-            langs[unseen] = lid.predict(X[unseen]).nearest
+            logger.info("%s: no language given for %d row(s): each is the mixture of the "
+                        "routes of the languages it may be in, weighted by the identifier "
+                        "(most likely: %s; mean confidence %.2f)", self.name,
+                        int(missing.sum()), pred.summary(), float(pred.confidence.mean()))
+        return Routing(langs, mixed, lid.route_weights(X[mixed]), tuple(lid.languages_))
+
+    def resolve_languages(self, X: np.ndarray, languages: Languages) -> np.ndarray:
+        """``(n,)`` the code each row is reported as (the service's ``language`` field): its
+        canonical tag, or for a row the model routes by the identifier
+        (:meth:`routing`), the identifier's most likely language, also for a row it calls
+        "unknown". ``meaning`` does not route by these codes: such a row is a mixture."""
+        routing = self.routing(X, languages)
+        langs = routing.codes.copy()
+        if routing.mixed.any():
+            langs[routing.mixed] = self.predict_language(X[routing.mixed]).nearest
         return langs
 
     @property
     def unknown_policy(self) -> str:
         """What a language the model never saw gets (its ``unknown_language``)."""
         return str(getattr(self, "unknown_language", "nearest"))
+
+    def unseen_route(self) -> str:
+        """What an exported model does with a language tag it has no route for, as
+        :meth:`meaning` does: the name of a :meth:`meaning_map` route (``"global"``: the
+        mean over the training languages), ``"mixture"`` (the identifier's mixture, as for
+        an untagged row: ``unknown_language="nearest"``) or ``"error"``."""
+        policy = self.unknown_policy
+        if policy in ("nearest", "error"):
+            return "mixture" if policy == "nearest" else "error"
+        return GLOBAL_ROUTE
 
     def calibrate(self, X: np.ndarray, language: str) -> "Disentangler":
         """Add language ``language`` from raw embeddings ``X (n, d)`` of unlabeled sentences

@@ -15,6 +15,12 @@ softmax of ``temperature * s``) and "unknown" where the row is far from every kn
 language: its best centroid cosine is below ``threshold``, the ``outlier_quantile`` of the
 training rows' cosines to their own language's centroid. Everything is row-wise, so a
 row's answer never depends on the other rows of the call.
+
+:meth:`LanguageIdentifier.route_weights` is what a model mixes its per-language routes with
+for a row without a tag (:mod:`.routing`): the posterior tempered by ``route_temperature``
+``T``, ``softmax(logits / T)``, weights below :data:`MIN_ROUTE_WEIGHT` dropped and the rest
+renormalised. ``T`` was chosen on validation data (docs/language_free.md, "No hard
+route"); it is saved with the identifier, so it is part of the saved model.
 """
 
 from __future__ import annotations
@@ -32,6 +38,12 @@ logger = logging.getLogger(__name__)
 #: the code :class:`LanguagePrediction` gives a row far from every known language
 UNKNOWN = "unknown"
 KINDS = ("centroid", "softmax")
+#: the temperature of the route weights (docs/language_free.md, "No hard route"); saved
+#: with the identifier, and what a model saved before it existed gets
+DEFAULT_ROUTE_TEMPERATURE = 1.0
+#: a route weight below this is dropped (and the row's other weights renormalised), so a
+#: row is not run through routes that cannot change it
+MIN_ROUTE_WEIGHT = 1e-4
 
 
 @dataclass(frozen=True)
@@ -66,11 +78,16 @@ class LanguageIdentifier:
     """Predicts the language of raw embeddings; see the module docstring."""
 
     def __init__(self, kind: Literal["centroid", "softmax"] = "softmax", l2: float = 1e-4,
-                 temperature: float = 20.0, outlier_quantile: float = 0.001) -> None:
+                 temperature: float = 20.0, outlier_quantile: float = 0.001,
+                 route_temperature: float = DEFAULT_ROUTE_TEMPERATURE) -> None:
         if kind not in KINDS:
             raise ConfigError(f"language identifier kind must be one of {KINDS}; got {kind!r}")
+        if not (isinstance(route_temperature, (int, float)) and route_temperature > 0):
+            raise ConfigError("route_temperature must be a positive number (1: the posterior "
+                              f"as it is; larger: softer); got {route_temperature!r}")
         self.kind, self.l2, self.temperature = kind, l2, temperature
         self.outlier_quantile = outlier_quantile
+        self.route_temperature = float(route_temperature)
 
     @property
     def is_fitted(self) -> bool:
@@ -95,12 +112,27 @@ class LanguageIdentifier:
             self.b_ = np.zeros(len(self.languages_), np.float32)
         return self
 
-    def predict(self, X: np.ndarray) -> LanguagePrediction:
-        """The language of each row of raw embeddings ``X (n, d)``."""
+    def _logits(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(Z (n, d), logits (n, L))`` of raw embeddings ``X (n, d)``, float32."""
         if not self.is_fitted:
             raise NotFittedError("this LanguageIdentifier is not fitted; fit it first")
         Z = _unit(np.asarray(X, np.float32) - self.center_)
-        logits = Z @ self.W_.T + self.b_  # (n, L)
+        return Z, Z @ self.W_.T + self.b_
+
+    def route_weights(self, X: np.ndarray) -> np.ndarray:
+        """``(n, L) float64``: the weight of each language's route for each row of raw
+        embeddings ``X (n, d)``, ``softmax(logits / route_temperature)`` with weights below
+        :data:`MIN_ROUTE_WEIGHT` dropped and each row renormalised (row by row)."""
+        logits = self._logits(X)[1].astype(np.float64) / self.route_temperature
+        logits -= logits.max(axis=1, keepdims=True)
+        w = np.exp(logits)
+        w /= w.sum(axis=1, keepdims=True)
+        w[w < MIN_ROUTE_WEIGHT] = 0.0
+        return w / w.sum(axis=1, keepdims=True)
+
+    def predict(self, X: np.ndarray) -> LanguagePrediction:
+        """The language of each row of raw embeddings ``X (n, d)``."""
+        Z, logits = self._logits(X)  # (n, d), (n, L)
         logits -= logits.max(axis=1, keepdims=True)
         prob = np.exp(logits)
         prob /= prob.sum(axis=1, keepdims=True)
@@ -138,14 +170,16 @@ class LanguageIdentifier:
     def config(self) -> dict[str, Any]:
         return {"kind": self.kind, "l2": self.l2, "temperature": self.temperature,
                 "outlier_quantile": self.outlier_quantile, "languages": self.languages_,
-                "threshold": self.threshold_}
+                "threshold": self.threshold_, "route_temperature": self.route_temperature}
 
     @classmethod
     def from_saved(cls, config: dict[str, Any], state: dict[str, np.ndarray],
                    prefix: str) -> "LanguageIdentifier":
         try:
+            # a model saved before route weights existed mixes with the default temperature
             lid = cls(config["kind"], config["l2"], config["temperature"],
-                      config["outlier_quantile"])
+                      config["outlier_quantile"],
+                      config.get("route_temperature", DEFAULT_ROUTE_TEMPERATURE))
             lid.languages_ = list(config["languages"])
             lid.threshold_ = float(config["threshold"])
             lid.center_ = state[f"{prefix}center"]

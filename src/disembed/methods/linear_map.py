@@ -287,6 +287,10 @@ class LinearMap(Disentangler):
         self.maps_ = {lang: (state[f"A.{lang}"], state[f"b.{lang}"]) for lang in self.languages_}
         self.diagnostics_ = extra.get("diagnostics", {})
 
+    def unseen_route(self) -> str:
+        """A language without a map passes through unchanged: the pivot's identity route."""
+        return self.pivot if self.unknown_language == "identity" else "error"
+
     def meaning_map(self) -> MeaningMap:
         """``m = A_lang e + b_lang``: one route per mapped language, the identity for the
         pivot."""

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..data.languages import to_iso3
+from ..data.languages import normalize_language, to_iso3, valid_language_subtags
 from ..exceptions import ConfigError, DisembedError, require
 from ..methods import MeaningMap
 from ..saved_model import SavedModel
@@ -114,7 +114,7 @@ def export_model(model_dir: str | os.PathLike, out_dir: str | os.PathLike, *,
         prompts, default_prompt = export_prompts(base.prefix)
         identifier = model.language_identifier if mmap.by_language else None
         head = ([identifying_module(mmap, identifier, _aliases(mmap.routes),
-                                    model.unknown_policy)]
+                                    model.unseen_route())]
                 if identifier is not None else meaning_modules(mmap))
         st_model = st.SentenceTransformer(
             modules=[*base.modules, *head], device="cpu", prompts=prompts,
@@ -138,8 +138,18 @@ def export_model(model_dir: str | os.PathLike, out_dir: str | os.PathLike, *,
 
 
 def _aliases(routes) -> dict[str, str]:
-    """Other spellings of each route's language the export accepts (``deu``, ``deu_Latn``)."""
+    """Every other spelling of a route's language that disembed reads as it (``deu``,
+    ``ger``, ``deu_latn``; ``iw`` for ``he``): each real language's code normalised as
+    :func:`~disembed.data.languages.normalize_language` does, kept where it lands on a
+    route."""
     out = {}
+    for code in valid_language_subtags():
+        try:
+            canonical = normalize_language(code)
+        except DisembedError:
+            continue
+        if canonical in routes and code != canonical:
+            out[code] = canonical
     for code in routes:
         try:
             iso3 = to_iso3(code)

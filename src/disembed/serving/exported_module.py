@@ -4,14 +4,22 @@ identifies the language itself; copied verbatim into the export as ``disembed_me
 This file must not import disembed: it runs where only torch, safetensors and
 sentence-transformers are installed (``SentenceTransformer(folder, trust_remote_code=True)``).
 
-For each row ``e (d,)`` of the (normalised) sentence embedding:
+For each row ``e (d,)`` of the (normalised) sentence embedding, exactly as disembed's
+``model.meaning`` (``disembed.methods.routing``):
 
-1. the language: the one the caller names (``encode(texts, language="de")``, or
-   ``task="de"``; any alias the export recorded, e.g. ``deu``, ``de-DE``, ``deu_Latn``),
-   else the model's language identifier: ``z = (e - c) / |e - c|``, ``k = argmax(W z + b)``
-   (the most likely known language, also for a row far from all of them, as disembed's
-   ``meaning(X)`` does; ``unknown`` and ``threshold`` are recorded, not used);
-2. the route of that language: a few affine layers ``y = act(x A^T + a)``.
+1. the caller's language (``encode(texts, language="de")``, or ``task="de"``), if any:
+   a language with a route (any spelling disembed accepts for it: ``deu``, ``de-DE``,
+   ``deu_Latn``, recorded as aliases) takes that route; a well-formed code of a language
+   the model never saw (the export carries the list of real languages' codes, so ``hi``
+   or ``yo`` is not mistaken for a typo) takes the model's fallback (``unknown``: a route
+   such as ``global``, ``mixture``, or ``error``); ``und`` and ``mul`` are no language;
+   anything else is an error;
+2. without one (or where the fallback is ``mixture``), the mixture of every language's
+   route weighted by the language identifier: ``z = (e - c) / |e - c|``,
+   ``w = softmax((W z + b) / T)``, weights below ``min_route_weight`` dropped and the rest
+   renormalised; ``m = sum_k w_k route_k(e)``. No argmax: the vector is continuous in
+   ``e``, so float rounding or another precision cannot move it to another language;
+3. a route is a few affine layers ``y = act(x A^T + a)``.
 
 Every row is handled on its own, so a row's vector never depends on the other rows.
 """
@@ -29,42 +37,70 @@ CONFIG = "disembed_meaning.json"
 WEIGHTS = "model.safetensors"
 #: prompts that sentence-transformers passes as ``task``; they name no language
 NOT_LANGUAGES = ("query", "document", "passage", "corpus")
+#: ``unknown`` values that are no route: mix by the identifier, or refuse
+MIXTURE, ERROR = "mixture", "error"
 
 
 class LanguageRoutedMeaning(Module):
     """Language identification + per-language affine routes; see the module docstring."""
 
-    config_keys = ["languages", "routes", "activations", "aliases", "unknown", "threshold"]
+    config_keys = ["languages", "routes", "activations", "aliases", "unknown", "threshold",
+                   "route_temperature", "min_route_weight", "valid_languages", "no_language"]
     forward_kwargs = {"task", "language"}
 
     def __init__(self, languages: list[str], routes: list[str],
                  activations: dict[str, list[str]], aliases: dict[str, str] | None = None,
-                 unknown: str = "nearest", threshold: float = -1.0,
+                 unknown: str = MIXTURE, threshold: float = -1.0, route_temperature: float = 1.0,
+                 min_route_weight: float = 0.0, valid_languages: str = "",
+                 no_language: list[str] | None = None,
                  tensors: dict[str, torch.Tensor] | None = None) -> None:
         super().__init__()
         self.languages, self.routes, self.activations = list(languages), list(routes), activations
         self.aliases, self.unknown, self.threshold = dict(aliases or {}), unknown, threshold
+        self.route_temperature, self.min_route_weight = route_temperature, min_route_weight
+        self.valid_languages = valid_languages  # space-separated language subtags
+        self._valid = set(valid_languages.split())
+        self.no_language = list(no_language or ["und", "mul"])
         self.tensors = {k: v.float() for k, v in (tensors or {}).items()}
 
     # --- the language of each row -------------------------------------------
-    def language_of(self, code: str) -> str:
-        """The route for a caller's code (an alias, any case); a clear error otherwise."""
-        for key in (code, code.lower(), code.replace("_", "-").split("-")[0].lower()):
+    def language_of(self, code: str) -> str | None:
+        """The route for a caller's code, ``None`` for "mix by the identifier"; a clear error
+        for a malformed code (or an unseen one where the model's fallback is an error)."""
+        base = code.strip().replace("_", "-").split("-")[0].lower()
+        for key in (code, code.lower(), base):
             if key in self.routes:
                 return key
             if key in self.aliases:
                 return self.aliases[key]
-        raise ValueError(f"unknown language {code!r} for this model; known: "
-                         f"{', '.join(sorted(set(self.routes)))} (or omit it: the model "
-                         "identifies the language)")
+        if base in self.no_language:
+            return None
+        if base not in self._valid:
+            raise ValueError(f"unknown language {code!r}: not a well-formed code of a real "
+                             f"language; this model has routes for "
+                             f"{', '.join(sorted(set(self.routes)))} (or omit it: the model "
+                             "identifies the language)")
+        if self.unknown == ERROR:
+            raise ValueError(f"this model has no route for language {code!r} and its "
+                             "fallback for unseen languages is an error; omit the language "
+                             "(the model identifies it) or use one of "
+                             f"{', '.join(sorted(set(self.routes)))}")
+        return None if self.unknown == MIXTURE else self.unknown
 
-    def identify(self, e: torch.Tensor) -> list[str]:
-        """The route of each row of ``e (n, d)``, from the language identifier."""
+    def route_weights(self, e: torch.Tensor) -> torch.Tensor:
+        """``(n, L) float64``: each language's weight for each row of ``e (n, d)``."""
         t = self.tensors
         z = e - t["lid.center"]
         z = z / z.norm(dim=1, keepdim=True).clamp_min(1e-12)
-        best = (z @ t["lid.W"].T + t["lid.b"]).argmax(dim=1)
-        return [self.languages[int(k)] for k in best]
+        logits = (z @ t["lid.W"].T + t["lid.b"]).double() / self.route_temperature
+        w = torch.softmax(logits, dim=1)
+        w = torch.where(w < self.min_route_weight, torch.zeros_like(w), w)
+        return w / w.sum(dim=1, keepdim=True)
+
+    def identify(self, e: torch.Tensor) -> list[str]:
+        """The most likely language of each row of ``e (n, d)`` (reporting only: the
+        meaning mixes every language's route)."""
+        return [self.languages[int(k)] for k in self.route_weights(e).argmax(dim=1)]
 
     # --- the meaning part ------------------------------------------------------
     def route(self, name: str, x: torch.Tensor) -> torch.Tensor:
@@ -75,19 +111,26 @@ class LanguageRoutedMeaning(Module):
                 x = torch.relu(x)
         return x
 
+    def mixture(self, e: torch.Tensor) -> torch.Tensor:
+        """``sum_k w_k route_k(e)`` for each row of ``e (n, d)`` (step 2 of the docstring)."""
+        w = self.route_weights(e)  # (n, L)
+        out = None
+        for k, name in enumerate(self.languages):
+            rows = torch.nonzero(w[:, k] > 0).flatten()
+            if not len(rows):
+                continue
+            y = self.route(name, e[rows]).double()
+            if out is None:
+                out = torch.zeros((len(e), y.shape[1]), dtype=torch.float64)
+            out[rows] += w[rows, k, None] * y
+        return self.route(self.languages[0], e) if out is None else out.float()  # n == 0
+
     def forward(self, features: dict, task: str | None = None, language: str | None = None,
                 **kwargs) -> dict:
         e = features["sentence_embedding"].float()
         code = language or (task if task not in (None, *NOT_LANGUAGES) else None)
-        names = [self.language_of(code)] * len(e) if code else self.identify(e)
-        out = None
-        for name in dict.fromkeys(names):
-            rows = [i for i, n in enumerate(names) if n == name]
-            y = self.route(name, e[rows])
-            if out is None:
-                out = e.new_zeros((len(e), y.shape[1]))
-            out[rows] = y
-        features["sentence_embedding"] = out
+        name = self.language_of(code) if code else None
+        features["sentence_embedding"] = self.route(name, e) if name else self.mixture(e)
         return features
 
     # --- saving and loading ------------------------------------------------------

@@ -192,12 +192,15 @@ class EmbeddingService:
 
     def resolve_languages(self, raw: np.ndarray, languages: list[str | None]
                           ) -> tuple[list[str | None], list[bool]]:
-        """``(codes, predicted)``: the language used for each row and whether it was predicted.
+        """``(codes, predicted)``: the language reported for each row and whether it was
+        predicted.
 
-        The model decides (:meth:`~disembed.methods.Disentangler.resolve_languages`): rows
-        without a code are identified from the raw embedding by its language identifier,
-        and a language it never saw gets its ``unknown_language`` fallback (the mean over
-        the training languages by default). A method that uses no language keeps ``None`` rows."""
+        The model decides (:meth:`~disembed.methods.Disentangler.resolve_languages`): a row
+        without a code is reported as the identifier's most likely language (its vector is
+        the mixture of the languages' routes weighted by the identifier, as
+        ``model.meaning`` computes it), and a language it never saw gets its
+        ``unknown_language`` fallback (the mean over the training languages by default). A
+        method that uses no language keeps ``None`` rows."""
         try:
             codes = [None if c is None else str(c)
                      for c in self.model.resolve_languages(raw, languages).tolist()]
@@ -222,8 +225,8 @@ class EmbeddingService:
                                param="model")
         codes, predicted = self.resolve_languages(raw, languages)
         fn = self.model.meaning if view == "meaning" else self.model.language
-        try:
-            return np.asarray(fn(raw, codes), dtype=np.float32), codes, predicted
+        try:  # the tags as given: an untagged row is the model's mixture, never its argmax
+            return np.asarray(fn(raw, languages), dtype=np.float32), codes, predicted
         except DisembedError as exc:  # e.g. a language the method was not fitted on
             raise ServiceError(f"{self.model.name} could not compute the {view} part: {exc}",
                                param="language") from None

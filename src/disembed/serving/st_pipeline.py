@@ -43,9 +43,13 @@ def identifying_module(mmap: MeaningMap, identifier, aliases: dict[str, str], un
     (:class:`.exported_module.LanguageRoutedMeaning`), so an export needs no language.
 
     ``identifier``: a fitted language identifier (``center_``, ``W_``, ``b_``,
-    ``centroids_``, ``threshold_``, ``languages_``)."""
+    ``centroids_``, ``threshold_``, ``languages_``, ``route_temperature``); ``unknown``:
+    what a language the model never saw gets (a route, ``"mixture"`` or ``"error"``:
+    :meth:`~disembed.methods.Disentangler.unseen_route`)."""
     import torch
 
+    from ..data.languages import NO_LANGUAGE, valid_language_subtags
+    from ..methods.language_id import MIN_ROUTE_WEIGHT
     from .exported_module import LanguageRoutedMeaning
 
     tensors = {"lid.center": identifier.center_, "lid.W": identifier.W_, "lid.b": identifier.b_,
@@ -62,7 +66,8 @@ def identifying_module(mmap: MeaningMap, identifier, aliases: dict[str, str], un
                           "meaning part has no route for; refit or recalibrate the model")
     return LanguageRoutedMeaning(
         list(identifier.languages_), sorted(mmap.routes), activations, aliases, unknown,
-        float(identifier.threshold_),
+        float(identifier.threshold_), float(identifier.route_temperature), MIN_ROUTE_WEIGHT,
+        " ".join(valid_language_subtags()), list(NO_LANGUAGE),
         {k: torch.tensor(np.ascontiguousarray(v, dtype=np.float32)) for k, v in tensors.items()})
 
 

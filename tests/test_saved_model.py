@@ -59,9 +59,10 @@ def test_a_requested_encoder_must_be_the_trained_one(tmp_path):
         SavedModel.load(_save(tmp_path / "x", enc)).require_identity()
 
 
-def test_a_bfloat16_model_opens_in_float32_with_a_warning_and_nothing_else_does(
+def test_an_explicit_float32_encoder_object_is_accepted_with_a_warning_nothing_else(
         tmp_path, caplog):
-    """The documented rule: the backend says which identities stand in for each other."""
+    """A caller's own encoder object: the backend says which identities stand in for each
+    other (a saved model never picks one by itself: see the tests below)."""
     bf16 = e5_torch_identity("passage", "bfloat16", "torch", "abc", dim=16)
     path = _save(tmp_path, HashEncoder(16), encoder=bf16.to_dict(), encoder_spec="e5-small")
     saved = SavedModel.load(path)
@@ -69,7 +70,7 @@ def test_a_bfloat16_model_opens_in_float32_with_a_warning_and_nothing_else_does(
                                                       dim=16), dim=16)
     with caplog.at_level(logging.WARNING, logger="disembed"):
         saved.check_encoder(fp32)
-    assert "bfloat16" in caplog.text and "accepted" in caplog.text
+    assert "bfloat16" in caplog.text and "agree to" in caplog.text
     query = SimpleNamespace(identity=e5_torch_identity("query", "float32", "torch", "abc",
                                                        dim=16), dim=16)
     with pytest.raises(ConfigError, match="was trained on encoder e5-small"):
@@ -89,3 +90,65 @@ def test_evaluate_opens_a_saved_model_as_serve_does(tmp_path, full_data_dir):
                  Workspace(data_dir=str(full_data_dir), cache_dir=str(tmp_path / "cache")))
     assert result.encoder == salted.identity.to_dict()
     assert load_service(path, use_cache=False).encoder.identity == salted.identity
+
+
+def _e5_model(tmp_path, dtype: str, engine: str = "torch"):
+    from disembed.encoders.e5_format import bundled_weights
+    from disembed.util.files import sha256_file
+
+    identity = e5_torch_identity("passage", dtype, engine, sha256_file(bundled_weights()))
+    path = _save(tmp_path, SimpleNamespace(dim=384), encoder=identity.to_dict(),
+                 encoder_spec="e5-small")
+    return path, identity
+
+
+@pytest.mark.parametrize("saved_dtype", ["bfloat16", "float32"])
+def test_a_model_keeps_its_precision_whatever_the_probe_picks(tmp_path, monkeypatch, caplog,
+                                                             saved_dtype):
+    """Issue 31: ``e5-small`` is bfloat16 or float32 by a timing probe; a saved model is
+    always rebuilt in the precision it records, with no --encoder and with --encoder
+    e5-small alike (the bug: the probe's choice was accepted with a warning)."""
+    import disembed.encoders.e5_auto as e5_auto
+
+    other = "float32" if saved_dtype == "bfloat16" else "bfloat16"
+    monkeypatch.setattr(e5_auto, "fastest_dtype", lambda caps=None: other)
+    path, identity = _e5_model(tmp_path, saved_dtype)
+    assert SavedModel.load(path).encoder.identity == identity
+    with caplog.at_level(logging.INFO, logger="disembed"):
+        saved = SavedModel.load(path, "e5-small")
+        assert saved.encoder.identity == identity
+    assert "runs with the encoder it was saved with" in caplog.text
+    assert (saved.encoder_spec, saved.encoder_spec_options) == (
+        "e5-small-torch", {"side": "passage", "dtype": saved_dtype})
+
+
+def test_a_model_whose_engine_cannot_run_here_opens_its_stand_in(tmp_path, monkeypatch,
+                                                                 caplog):
+    """An ``engine="onnx"`` model where ONNX Runtime is missing: torch float32 of the same
+    weights, with a warning naming the measured agreement; nothing else stands in."""
+    import disembed.encoders.e5_onnx as e5_onnx
+    from disembed.exceptions import MissingDependencyError
+
+    def missing(module, extra, purpose):
+        raise MissingDependencyError(f"{purpose} needs {module} (pip install disembed[{extra}])")
+
+    monkeypatch.setattr(e5_onnx, "require", missing)
+    path, identity = _e5_model(tmp_path, "float32", "onnx")
+    with caplog.at_level(logging.WARNING, logger="disembed"):
+        saved = SavedModel.load(path)
+        encoder = saved.encoder
+    assert dict(encoder.identity.extra) == {"dtype": "float32"}
+    assert "stand-in" in caplog.text and "cannot run here" in caplog.text
+    saved.check_encoder(encoder)  # the stand-in is accepted where it was needed
+    hashed = _save(tmp_path / "h", HashEncoder(16), encoder={
+        **HashEncoder(16).identity.to_dict(), "backend": "st", "model": "/nonexistent"})
+    with pytest.raises(ConfigError):
+        _ = SavedModel.load(hashed).encoder  # no stand-in for a missing st: model
+
+
+def test_an_old_model_without_an_identity_opens_with_a_warning(tmp_path, caplog):
+    path = _save(tmp_path, HashEncoder(16), encoder_spec="hash:16")
+    with caplog.at_level(logging.WARNING, logger="disembed"):
+        encoder = SavedModel.load(path).encoder
+    assert encoder.identity == HashEncoder(16).identity
+    assert "records no encoder identity" in caplog.text

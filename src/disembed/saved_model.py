@@ -7,20 +7,32 @@ encoder to use and whether it is the one the model was trained on:
 >>> encoder, model = SavedModel.load("runs/seed/model")          # doctest: +SKIP
 >>> model.meaning(encoder.encode(["Guten Morgen"]), "de")        # doctest: +SKIP
 
-**Which encoder.** An encoder named by the caller (``--encoder``); else the spec the
-model was trained with (``metadata.encoder_spec``, e.g. ``e5-small``); else the encoder
-rebuilt from the recorded identity by its backend
-(:meth:`~disembed.encoders.EncoderPlugin.spec_of`).
+**Which encoder: exactly the one it was saved with.** ``disembed train`` / ``bench`` record
+the encoder's identity in the model's metadata (``metadata.encoder``: backend, weights,
+pooling, prefix and, for e5-small, the torch precision ``dtype``; covered by the config's
+checksum), and every verb rebuilds exactly that encoder from it
+(:meth:`~disembed.encoders.EncoderPlugin.spec_of`), never by the spec's run-time choice:
+the bare spec ``e5-small`` picks bfloat16 or float32 by a hardware probe, but a model
+trained on one is always used with that one (torch emulates bfloat16 on every x86 CPU, so
+a bfloat16 model runs everywhere, slower without AVX512-BF16/AMX). A vector is a function
+of the text and the saved model, not of the machine's load or thread count.
 
-**The rule for a backend that differs on this machine.** The encoder must have the
-identity the model was trained on. If it does not, its backend is asked whether the two
-stand in for each other (:meth:`~disembed.encoders.EncoderPlugin.interchangeable`): the
-e5-small torch backend accepts float32 for bfloat16 and back (``e5-small`` picks the
-dtype by the hardware, so a model trained where bfloat16 is native opens in float32
-elsewhere); the two agree to a measured cosine (docs/saved_models.md) and the
-acceptance is logged as a warning. Any other difference is refused with an error that
-says which encoder to pass. Without a caller's ``--encoder``, a spec that no longer
-gives the recorded identity falls back to rebuilding it exactly from the identity.
+**An encoder named by the caller** (``--encoder``) must be that encoder: one whose identity
+differs only where its backend says the two stand in for each other
+(:meth:`~disembed.encoders.EncoderPlugin.interchangeable`: ``e5-small`` resolving to the
+other precision here) is replaced by the recorded one (logged); any other difference is
+refused with an error that says which encoder to pass.
+
+**Where the recorded encoder cannot run at all** (an optional backend is missing, e.g.
+ONNX Runtime for ``e5-small-torch`` with ``engine="onnx"``), its backend's documented
+stand-in is used with a warning (:meth:`~disembed.encoders.EncoderPlugin.fallback`: the
+same weights in torch float32, measured within cosine 0.999 of the reference's meaning
+vectors on every row of 2,700 sentences in 18 scripts, docs/saved_models.md); a backend
+without one raises the install hint.
+
+**A model saved before identities were recorded** (no ``metadata.encoder``) opens with the
+spec it records (or ``--encoder``), resolved as on this machine, and a warning that its
+backend and precision may differ from the ones it was trained with.
 """
 
 from __future__ import annotations
@@ -41,7 +53,7 @@ from .encoders import (
     rebuild_encoder,
 )
 from .encoders.cached import cached
-from .exceptions import CheckpointError, ConfigError, UnknownNameError
+from .exceptions import CheckpointError, ConfigError, MissingDependencyError, UnknownNameError
 from .methods import Disentangler, load_disentangler
 
 logger = logging.getLogger(__name__)
@@ -98,6 +110,8 @@ class SavedModel:
     metadata: ModelMetadata
     requested_encoder: str | None = None
     encoder_options: Mapping[str, Any] = field(default_factory=dict)
+    #: the stand-in's identity where the recorded encoder could not run here
+    _fallback: EncoderIdentity | None = field(default=None, init=False, repr=False)
 
     @classmethod
     def load(cls, directory: str | Path, encoder: str | None = None,
@@ -114,54 +128,99 @@ class SavedModel:
 
     @property
     def encoder_spec(self) -> str:
-        """The spec the encoder is opened from (module docstring, "Which encoder")."""
-        if self.requested_encoder:
-            return self.requested_encoder
-        if self.metadata.encoder_spec:
-            return self.metadata.encoder_spec
+        """The spec the encoder is opened from: for a model that records its encoder, the
+        spec that rebuilds exactly that encoder (with :attr:`encoder_spec_options`; module
+        docstring)."""
         if self.metadata.encoder is not None:
-            spec, _ = encoder_backend(self.metadata.encoder).spec_of(self.metadata.encoder)
-            return spec
-        raise ConfigError(f"the model in {self.path} does not record which encoder it was "
-                          "trained on; name it (--encoder SPEC)")
+            return self._opened[1]
+        spec = self.requested_encoder or self.metadata.encoder_spec
+        if not spec:
+            raise ConfigError(f"the model in {self.path} does not record which encoder it "
+                              "was trained on; name it (--encoder SPEC)")
+        return spec
+
+    @property
+    def encoder_spec_options(self) -> dict[str, Any]:
+        """The options :attr:`encoder_spec` is opened with (e5: ``dtype``, ``side``)."""
+        if self.metadata.encoder is not None:
+            return dict(self._opened[2])
+        return dict(self.encoder_options)
 
     @functools.cached_property
     def encoder(self) -> Encoder:
-        """The bare encoder (no cache) the model is used with, checked (:meth:`check_encoder`)."""
-        saved = self.metadata.encoder
-        if self.requested_encoder or self.metadata.encoder_spec or saved is None:
-            encoder = load_encoder(self.encoder_spec, **self.encoder_options)
-        else:
-            encoder = rebuild_encoder(saved)
-        if (not self.requested_encoder and saved is not None
-                and not self._same_encoder(saved, encoder.identity)):
-            encoder = rebuild_encoder(saved)  # the spec now gives another encoder here
+        """The bare encoder (no cache) the model is used with (module docstring)."""
+        encoder = self._opened[0]
         self.check_encoder(encoder)
         return encoder
 
-    def _same_encoder(self, saved: EncoderIdentity, here: EncoderIdentity) -> bool:
-        if saved.to_dict() == here.to_dict():
-            return True
+    @functools.cached_property
+    def _opened(self) -> tuple[Encoder, str, dict[str, Any]]:
+        """``(encoder, spec, options)`` by the rule of the module docstring."""
+        saved = self.metadata.encoder
+        if saved is None:
+            spec = self.encoder_spec
+            logger.warning("%s records no encoder identity (saved by an older disembed): "
+                           "opened with %s as it resolves on this machine, whose backend or "
+                           "precision may differ from the ones it was trained with; re-save "
+                           "it with 'disembed train' to pin them", self.path, spec)
+            return load_encoder(spec, **self.encoder_options), spec, dict(self.encoder_options)
+        if self.requested_encoder:
+            encoder = load_encoder(self.requested_encoder, **self.encoder_options)
+            if encoder.identity.to_dict() == saved.to_dict():
+                return encoder, self.requested_encoder, dict(self.encoder_options)
+            if self._stand_in_note(saved, encoder.identity) is None:
+                self._refuse(saved, encoder, self.requested_encoder)
+            logger.info("%s: %s gives %s here; the model runs with the encoder it was saved "
+                        "with, %s", self.path, self.requested_encoder,
+                        _describe(encoder.identity), _describe(saved))
+        return self._rebuild(saved)
+
+    def _rebuild(self, saved: EncoderIdentity) -> tuple[Encoder, str, dict[str, Any]]:
+        """The recorded encoder, or its backend's stand-in where it cannot run here."""
+        backend = encoder_backend(saved)
+        spec, options = backend.spec_of(saved)
+        try:
+            return rebuild_encoder(saved), spec, options
+        except MissingDependencyError as exc:
+            fallback = backend.fallback(saved)
+            if fallback is None:
+                raise
+            spec, options, agreement = fallback
+            logger.warning("%s: the encoder it was saved with, %s, cannot run here (%s); "
+                           "using its documented stand-in %s %s instead, whose meaning vectors "
+                           "agree with it to %s", self.path, _describe(saved), exc, spec,
+                           options, agreement)
+            encoder = load_encoder(spec, **options)
+            self._fallback = encoder.identity
+            return encoder, spec, options
+
+    def _stand_in_note(self, saved: EncoderIdentity, here: EncoderIdentity) -> str | None:
         try:
             backend = encoder_backend(here)
         except UnknownNameError:
-            return False
-        note = backend.interchangeable(saved, here)
-        if note:
-            logger.warning("%s: %s", self.path, note)
-        return note is not None
+            return None
+        return backend.interchangeable(saved, here)
+
+    def _refuse(self, saved: EncoderIdentity, encoder: Encoder, spec_name: str) -> None:
+        raise ConfigError(
+            f"the model in {self.path} was trained on encoder "
+            f"{self.metadata.encoder_spec or '?'} = {_describe(saved)}, but this run uses "
+            f"{spec_name} = {_describe(encoder.identity)}; use the encoder it was trained "
+            "on (leave --encoder out to use it)")
 
     def check_encoder(self, encoder: Encoder, spec_name: str | None = None) -> None:
-        """``encoder`` must be the one the model was trained on (or one its backend accepts
-        in its place, logged) and give embeddings of the model's dimension."""
+        """``encoder`` must be the one the model was saved with (or the stand-in this
+        machine needed), or one its backend accepts in its place (logged as a warning: a
+        caller's explicit choice), and give embeddings of the model's dimension."""
         saved = self.metadata.encoder
-        spec_name = spec_name or self.encoder_spec
-        if saved is not None and not self._same_encoder(saved, encoder.identity):
-            raise ConfigError(
-                f"the model in {self.path} was trained on encoder "
-                f"{self.metadata.encoder_spec or '?'} = {_describe(saved)}, but this run uses "
-                f"{spec_name} = {_describe(encoder.identity)}; use the encoder it was trained "
-                "on (leave --encoder out to use it)")
+        spec_name = spec_name or self.requested_encoder or self.metadata.encoder_spec or "?"
+        here = encoder.identity.to_dict()
+        allowed = [x.to_dict() for x in (saved, self._fallback) if x is not None]
+        if saved is not None and here not in allowed:
+            note = self._stand_in_note(saved, encoder.identity)
+            if note is None:
+                self._refuse(saved, encoder, spec_name)
+            logger.warning("%s: %s", self.path, note)
         if encoder.dim != self.disentangler.dim_:
             raise ConfigError(f"the model in {self.path} expects {self.disentangler.dim_}-d "
                               f"embeddings but encoder {spec_name} gives {encoder.dim}-d")

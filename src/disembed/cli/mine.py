@@ -118,12 +118,16 @@ def add_parser(verbs) -> None:
 def mine_on_cluster(args: argparse.Namespace, config: MineConfig):
     """``mine --cluster``: the same inputs, settings and TSV, as tasks on Ray."""
 
-    spec = (SavedModel.load(args.model, args.encoder).encoder_spec if args.model
-            else args.encoder or DEFAULT_ENCODER)
+    if args.model:  # the workers open exactly the encoder the model was saved with
+        saved = SavedModel.load(args.model, args.encoder, encoder_options(args))
+        spec, options = saved.encoder_spec, saved.encoder_spec_options
+    else:
+        spec = args.encoder or DEFAULT_ENCODER
+        options = encoder_options(args, spec)
     mined, src, tgt = mine_distributed(
         args.src, args.tgt, spec, run_dir=run_dir(args), config=config,
         shard_rows=args.shard_rows, cache_dir=args.cache_dir, cache_dtype=args.cache_dtype,
-        encoder_options=encoder_options(args, spec), model_dir=args.model,
+        encoder_options=options, model_dir=args.model,
         src_lang=args.src_lang, tgt_lang=args.tgt_lang, format=args.format,
         skip_bad=args.skip_bad_lines, batch_size=args.batch_size,
         executor=connect(args.cluster))

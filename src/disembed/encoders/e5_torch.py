@@ -41,6 +41,10 @@ DTYPES = ("float32", "bfloat16")
 #: saved model whose dtype this machine does not pick, docs/saved_models.md)
 DTYPE_AGREEMENT = "median cosine 0.99999, min 0.99997 (400 sentences, docs/saved_models.md)"
 ENGINES = ("torch", "onnx")
+#: how closely the meaning vectors of the torch float32 stand-in agree with the ONNX
+#: engine's (the rule for a model saved on ``engine="onnx"`` where ONNX Runtime is missing;
+#: measured, docs/saved_models.md)
+ONNX_FALLBACK_AGREEMENT = "TBD"
 
 
 @functools.lru_cache(maxsize=2)
@@ -119,8 +123,19 @@ class E5TorchEncoder(EncoderPlugin):
         if a != b or a["backend"] != cls.backend or "engine" in a["extra"] \
                 or set(dtypes) - set(DTYPES):
             return None
-        return (f"the model was trained on e5-small in torch {dtypes[0]}, this machine runs it "
-                f"in {dtypes[1]}: accepted, the two agree to {DTYPE_AGREEMENT}")
+        return (f"the model was trained on e5-small in torch {dtypes[0]}, this encoder runs "
+                f"it in {dtypes[1]}: the two agree to {DTYPE_AGREEMENT}")
+
+    @classmethod
+    def fallback(cls, identity: EncoderIdentity) -> tuple[str, dict, str] | None:
+        """The ONNX Runtime engine (``pip install "disembed[onnx]"``) is optional: without
+        it, the same weights in torch float32 (:data:`ONNX_FALLBACK_AGREEMENT`). torch runs
+        both dtypes everywhere (bfloat16 emulated where the CPU lacks it), so they need
+        none."""
+        if dict(identity.extra).get("engine") is None:
+            return None
+        return "e5-small-torch", {**side_option(identity), "dtype": "float32"}, \
+            ONNX_FALLBACK_AGREEMENT
 
     def __init__(self, side: Literal["passage", "query"] = "passage", dtype: str = "float32",
                  num_threads: int | None = None, max_tokens: int = 2048,

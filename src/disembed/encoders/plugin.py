@@ -100,5 +100,15 @@ class EncoderPlugin:
     @classmethod
     def interchangeable(cls, saved: EncoderIdentity, here: EncoderIdentity) -> str | None:
         """Why ``here`` may stand in for ``saved`` though they differ (a note to log), or
-        ``None`` when it may not. By default only an equal identity is the same encoder."""
+        ``None`` when it may not. By default only an equal identity is the same encoder.
+        A saved model never picks such a stand-in by itself: it rebuilds ``saved``
+        (:mod:`disembed.saved_model`)."""
+        return None
+
+    @classmethod
+    def fallback(cls, identity: EncoderIdentity) -> tuple[str, dict[str, Any], str] | None:
+        """Where the encoder ``identity`` names cannot run here at all (an optional
+        dependency is missing): ``(spec, options, agreement)`` of the stand-in a saved model
+        uses instead, ``agreement`` saying how closely its meaning vectors were measured to
+        agree; ``None``: there is none (the install hint is raised)."""
         return None

@@ -183,12 +183,13 @@ def _fitted_before(spec: RunSpec, tasks: Sequence[str], outputs: RunOutputs, enc
 
 def _with_saved_model(spec: RunSpec, saved: SavedModel | None) -> RunSpec:
     """A run of a saved model takes the model's method, a label naming the folder, and the
-    model's encoder unless the spec names one (:attr:`SavedModel.encoder_spec`)."""
+    encoder the model was saved with, exactly (:attr:`SavedModel.encoder_spec` and its
+    options: e5-small's precision included)."""
     if saved is None:
         return spec
     name = saved.disentangler.name
     return spec.with_(method=name, label=spec.label or f"{name} ({spec.model_dir})",
-                      encoder=saved.encoder_spec)
+                      encoder=saved.encoder_spec, encoder_options=saved.encoder_spec_options)
 
 
 def _finished(run_dir: Path, fingerprint: str, encoder: Encoder,

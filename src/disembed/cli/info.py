@@ -91,7 +91,8 @@ def format_table(info: dict) -> str:
                     f"available, load {_load(t['load_average'])})"),
         ("thread env", env),
         ("thread pools", pools or "none loaded"),
-        ("e5-small", info["choices"]["e5-small"]),
+        ("e5-small", f"{info['choices']['e5-small']} (the bare spec, by this probe; a saved "
+                     "model is opened in the precision it records)"),
         ("exact k-NN", f"{info['choices']['exact k-NN products']} products"),
         ("probe cache", info["probe_cache"]["path"]),
     ]

@@ -40,7 +40,12 @@ def fastest_dtype(caps: Capabilities | None = None) -> str:
 
 
 def load_fastest_e5(caps: Capabilities | None = None, **options: Any) -> E5TorchEncoder:
-    """The ``e5-small`` encoder for this machine; an explicit ``dtype`` option wins."""
-    dtype = options.pop("dtype", None) or fastest_dtype(caps)
-    logger.info("e5-small: torch %s backend (chosen by the hardware probe)", dtype)
+    """The ``e5-small`` encoder for this machine; an explicit ``dtype`` option wins. Which
+    precision it runs in is logged; a model trained on it records that precision and is
+    always opened in it (:mod:`disembed.saved_model`), whatever the probe says later."""
+    asked = options.pop("dtype", None)
+    dtype = asked or fastest_dtype(caps)
+    logger.info("e5-small: torch %s backend (%s; a model trained on it records this "
+                "precision and is always opened in it)", dtype,
+                "asked for" if asked else "chosen by the hardware probe")
     return E5TorchEncoder(dtype=dtype, **options)

@@ -232,12 +232,15 @@ def search_files(queries: str | Path, database: str | Path, encoder: Encoder, ou
 
     Columns ``query_id rank score match_id query match``. A database smaller than ``k``
     gives every query all of its sentences (a warning says so); the returned
-    :class:`Searched` holds the numbers actually written.
+    :class:`Searched` holds the numbers actually written. ``model`` switches to its meaning
+    view (``query_lang``/``db_lang`` ``None``: the model identifies each sentence's
+    language, as ``mine_files`` does).
     """
     if k < 1:
         raise ConfigError(f"k must be >= 1 (neighbours per query), got {k}")
-    if model is not None and not (query_lang and db_lang):
-        raise ConfigError("searching a meaning view needs --src-lang and --tgt-lang")
+    # checked before anything is read (None: identified by the model, row by row, as mine)
+    query_lang, db_lang = (None if x is None else normalize_language(x)
+                           for x in (query_lang, db_lang))
     cols = [open_collection(queries, format, skip_bad, "queries"),
             open_collection(database, format, skip_bad, "database")]
     with folder_lock(run_dir):  # one writer per run folder (a second run waits)

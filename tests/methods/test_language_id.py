@@ -121,3 +121,42 @@ def test_a_model_saved_before_issue_17_loads_and_says_what_it_lacks(tmp_path, ca
     np.testing.assert_array_equal(old.meaning(X, langs), model.meaning(X, langs))
     with pytest.raises(ConfigError, match="older disembed"):
         old.meaning(X)
+
+
+@pytest.mark.parametrize("route_map", ["softmax", "sparsemax"])
+def test_route_weights_are_a_continuous_distribution(route_map):
+    """Issue 31: the weights an untagged row mixes the routes with sum to 1, are row-wise,
+    move little for a small move of the row (no jump at a tie), and are saved."""
+    import copy
+
+    X, langs = _labelled()
+    lid = copy.deepcopy(fitted("mean-centering").language_id_)
+    lid.route_map = route_map
+    w = lid.route_weights(X)
+    np.testing.assert_allclose(w.sum(axis=1), 1.0, atol=1e-12)
+    assert (w >= 0).all() and ((w == 0) | (w >= 1e-4)).all()
+    np.testing.assert_array_equal(lid.route_weights(X[:7]), w[:7])
+    # along the segment between a de and an en row: no step larger than a small multiple of
+    # the step of the row itself (a hard argmax jumps by 1 at the tie)
+    a, b = X[langs == "de"][0], X[langs == "en"][0]
+    path = np.linspace(0, 1, 2001)[:, None] * (b - a) + a
+    jumps = np.abs(np.diff(lid.route_weights(path.astype(np.float32)), axis=0)).max()
+    assert jumps < 0.05, jumps
+    again = LanguageIdentifier.from_saved(lid.config(), lid.state("p."), "p.")
+    assert again.route_map == route_map
+
+
+def test_sparsemax_is_the_projection_onto_the_simplex():
+    from disembed.methods.language_id import sparsemax
+
+    z = np.array([[0.0, 0.0, -5.0], [2.0, 0.0, 0.0], [0.3, 0.0, 0.0], [1.0, 1.0, 1.0]])
+    np.testing.assert_allclose(sparsemax(z), [[0.5, 0.5, 0], [1, 0, 0], [0.2 + 1 / 3, 1 / 3 - 0.1,
+                                              1 / 3 - 0.1], [1 / 3] * 3], atol=1e-12)
+    rng = np.random.default_rng(0)
+    z = 3 * rng.standard_normal((200, 6))
+    w = sparsemax(z)
+    np.testing.assert_allclose(w.sum(axis=1), 1.0, atol=1e-12)
+    # the KKT conditions of the projection: w = max(z - tau, 0) with one tau per row
+    for zi, wi in zip(z, w, strict=True):
+        t = (zi - wi)[wi > 0]
+        assert np.ptp(t) < 1e-9 and (zi[wi == 0] <= t[0] + 1e-9).all()

@@ -41,6 +41,11 @@ KINDS = ("centroid", "softmax")
 #: the temperature of the route weights (docs/language_free.md, "No hard route"); saved
 #: with the identifier, and what a model saved before it existed gets
 DEFAULT_ROUTE_TEMPERATURE = 1.0
+#: how logits become route weights: ``softmax`` (the tempered posterior) or ``sparsemax``
+#: (the posterior's Euclidean projection onto the simplex: piecewise linear, exactly one-hot
+#: where one language leads by a margin); docs/language_free.md, "No hard route"
+ROUTE_MAPS = ("softmax", "sparsemax")
+DEFAULT_ROUTE_MAP = "softmax"
 #: a route weight below this is dropped (and the row's other weights renormalised), so a
 #: row is not run through routes that cannot change it
 MIN_ROUTE_WEIGHT = 1e-4
@@ -79,9 +84,13 @@ class LanguageIdentifier:
 
     def __init__(self, kind: Literal["centroid", "softmax"] = "softmax", l2: float = 1e-4,
                  temperature: float = 20.0, outlier_quantile: float = 0.001,
-                 route_temperature: float = DEFAULT_ROUTE_TEMPERATURE) -> None:
+                 route_temperature: float = DEFAULT_ROUTE_TEMPERATURE,
+                 route_map: Literal["softmax", "sparsemax"] = DEFAULT_ROUTE_MAP) -> None:
         if kind not in KINDS:
             raise ConfigError(f"language identifier kind must be one of {KINDS}; got {kind!r}")
+        if route_map not in ROUTE_MAPS:
+            raise ConfigError(f"route_map must be one of {ROUTE_MAPS}; got {route_map!r}")
+        self.route_map = route_map
         if not (isinstance(route_temperature, (int, float)) and route_temperature > 0):
             raise ConfigError("route_temperature must be a positive number (1: the posterior "
                               f"as it is; larger: softer); got {route_temperature!r}")
@@ -125,8 +134,11 @@ class LanguageIdentifier:
         :data:`MIN_ROUTE_WEIGHT` dropped and each row renormalised (row by row)."""
         logits = self._logits(X)[1].astype(np.float64) / self.route_temperature
         logits -= logits.max(axis=1, keepdims=True)
-        w = np.exp(logits)
-        w /= w.sum(axis=1, keepdims=True)
+        if self.route_map == "sparsemax":
+            w = sparsemax(logits)
+        else:
+            w = np.exp(logits)
+            w /= w.sum(axis=1, keepdims=True)
         w[w < MIN_ROUTE_WEIGHT] = 0.0
         return w / w.sum(axis=1, keepdims=True)
 
@@ -170,7 +182,8 @@ class LanguageIdentifier:
     def config(self) -> dict[str, Any]:
         return {"kind": self.kind, "l2": self.l2, "temperature": self.temperature,
                 "outlier_quantile": self.outlier_quantile, "languages": self.languages_,
-                "threshold": self.threshold_, "route_temperature": self.route_temperature}
+                "threshold": self.threshold_, "route_temperature": self.route_temperature,
+                "route_map": self.route_map}
 
     @classmethod
     def from_saved(cls, config: dict[str, Any], state: dict[str, np.ndarray],
@@ -179,7 +192,8 @@ class LanguageIdentifier:
             # a model saved before route weights existed mixes with the default temperature
             lid = cls(config["kind"], config["l2"], config["temperature"],
                       config["outlier_quantile"],
-                      config.get("route_temperature", DEFAULT_ROUTE_TEMPERATURE))
+                      config.get("route_temperature", DEFAULT_ROUTE_TEMPERATURE),
+                      config.get("route_map", DEFAULT_ROUTE_MAP))
             lid.languages_ = list(config["languages"])
             lid.threshold_ = float(config["threshold"])
             lid.center_ = state[f"{prefix}center"]
@@ -196,6 +210,18 @@ class LanguageIdentifier:
             raise CheckpointError(f"saved language identifier has wrong shapes (got, expected): "
                                   f"{wrong}")
         return lid
+
+
+def sparsemax(z: np.ndarray) -> np.ndarray:
+    """Row-wise ``argmin_w |w - z|^2`` over the probability simplex, for ``z (n, L)``
+    (Martins & Astudillo, ICML 2016): continuous and piecewise linear in ``z``, with exact
+    zeros (one-hot where the top entry leads the second by at least 1)."""
+    zs = -np.sort(-z, axis=1)  # (n, L) descending
+    cs = np.cumsum(zs, axis=1)
+    k = np.arange(1, z.shape[1] + 1)
+    size = (1 + k * zs > cs).sum(axis=1)  # the support's size, >= 1
+    tau = (cs[np.arange(len(z)), size - 1] - 1) / size
+    return np.maximum(z - tau[:, None], 0.0)
 
 
 def _fit_softmax(Z: np.ndarray, y: np.ndarray, n_classes: int, l2: float

@@ -16,9 +16,10 @@ For each row ``e (d,)`` of the (normalised) sentence embedding, exactly as disem
    anything else is an error;
 2. without one (or where the fallback is ``mixture``), the mixture of every language's
    route weighted by the language identifier: ``z = (e - c) / |e - c|``,
-   ``w = softmax((W z + b) / T)``, weights below ``min_route_weight`` dropped and the rest
-   renormalised; ``m = sum_k w_k route_k(e)``. No argmax: the vector is continuous in
-   ``e``, so float rounding or another precision cannot move it to another language;
+   ``w = softmax((W z + b) / T)`` (or ``sparsemax``, where the model says so), weights
+   below ``min_route_weight`` dropped and the rest renormalised;
+   ``m = sum_k w_k route_k(e)``. No argmax: the vector is continuous in ``e``, so float
+   rounding or another precision cannot move it to another language;
 3. a route is a few affine layers ``y = act(x A^T + a)``.
 
 Every row is handled on its own, so a row's vector never depends on the other rows.
@@ -41,23 +42,36 @@ NOT_LANGUAGES = ("query", "document", "passage", "corpus")
 MIXTURE, ERROR = "mixture", "error"
 
 
+def _sparsemax(z: torch.Tensor) -> torch.Tensor:
+    """Row-wise Euclidean projection of ``z (n, L)`` onto the probability simplex."""
+    zs = torch.sort(z, dim=1, descending=True).values
+    cs = zs.cumsum(dim=1)
+    k = torch.arange(1, z.shape[1] + 1, dtype=z.dtype)
+    size = (1 + k * zs > cs).sum(dim=1)  # the support's size, >= 1
+    tau = (cs.gather(1, (size - 1)[:, None]).squeeze(1) - 1) / size
+    return torch.clamp(z - tau[:, None], min=0.0)
+
+
 class LanguageRoutedMeaning(Module):
     """Language identification + per-language affine routes; see the module docstring."""
 
     config_keys = ["languages", "routes", "activations", "aliases", "unknown", "threshold",
-                   "route_temperature", "min_route_weight", "valid_languages", "no_language"]
+                   "route_temperature", "route_map", "min_route_weight", "valid_languages",
+                   "no_language"]
     forward_kwargs = {"task", "language"}
 
     def __init__(self, languages: list[str], routes: list[str],
                  activations: dict[str, list[str]], aliases: dict[str, str] | None = None,
                  unknown: str = MIXTURE, threshold: float = -1.0, route_temperature: float = 1.0,
-                 min_route_weight: float = 0.0, valid_languages: str = "",
+                 route_map: str = "softmax", min_route_weight: float = 0.0,
+                 valid_languages: str = "",
                  no_language: list[str] | None = None,
                  tensors: dict[str, torch.Tensor] | None = None) -> None:
         super().__init__()
         self.languages, self.routes, self.activations = list(languages), list(routes), activations
         self.aliases, self.unknown, self.threshold = dict(aliases or {}), unknown, threshold
         self.route_temperature, self.min_route_weight = route_temperature, min_route_weight
+        self.route_map = route_map
         self.valid_languages = valid_languages  # space-separated language subtags
         self._valid = set(valid_languages.split())
         self.no_language = list(no_language or ["und", "mul"])
@@ -93,7 +107,8 @@ class LanguageRoutedMeaning(Module):
         z = e - t["lid.center"]
         z = z / z.norm(dim=1, keepdim=True).clamp_min(1e-12)
         logits = (z @ t["lid.W"].T + t["lid.b"]).double() / self.route_temperature
-        w = torch.softmax(logits, dim=1)
+        logits = logits - logits.max(dim=1, keepdim=True).values
+        w = _sparsemax(logits) if self.route_map == "sparsemax" else torch.softmax(logits, 1)
         w = torch.where(w < self.min_route_weight, torch.zeros_like(w), w)
         return w / w.sum(dim=1, keepdim=True)
 

@@ -66,7 +66,8 @@ def identifying_module(mmap: MeaningMap, identifier, aliases: dict[str, str], un
                           "meaning part has no route for; refit or recalibrate the model")
     return LanguageRoutedMeaning(
         list(identifier.languages_), sorted(mmap.routes), activations, aliases, unknown,
-        float(identifier.threshold_), float(identifier.route_temperature), MIN_ROUTE_WEIGHT,
+        float(identifier.threshold_), float(identifier.route_temperature),
+        str(identifier.route_map), MIN_ROUTE_WEIGHT,
         " ".join(valid_language_subtags()), list(NO_LANGUAGE),
         {k: torch.tensor(np.ascontiguousarray(v, dtype=np.float32)) for k, v in tensors.items()})
 

@@ -279,7 +279,8 @@ def main() -> None:
     if args.part == "validation":
         grid = [parse_setting(t) for t in args.temperatures.split(",") if t] or GRID
         report = validation(bf16, [int(s) for s in args.seeds.split(",")], out, grid,
-                            "" if grid == GRID else "-" + args.temperatures.replace(":", ""))
+                            "" if grid == GRID else "-" + args.temperatures.replace(":", "")
+                            .replace(",", "_"))
         print(validation_table(report))
         return
     from disembed.methods.language_id import DEFAULT_ROUTE_TEMPERATURE

@@ -16,7 +16,7 @@ string for the same text:
    some texts say and what other encoders' tokenizers see; the e5 tokenizer already folds
    those character by character (its SentencePiece ``nmt_nfkc`` table), and what its
    table cannot do, composing ``e`` + ``U+0301`` into ``é``, is exactly what NFC adds
-   (docs/language_free.md, "One text, one string", for the measurement).
+   (docs/ecosystem.md, "One text, one string", for the measurement).
 2. **Control characters become a space**: every character of Unicode category ``Cc``
    except TAB and LF (C0 ``U+0000-U+001F``, DEL ``U+007F``, C1 ``U+0080-U+009F``),
    NUL included. The whole text is embedded: a NUL byte no longer ends the text in one

@@ -19,10 +19,12 @@ from pathlib import Path
 
 import numpy as np
 
+from ..data.languages import NO_LANGUAGE, valid_language_subtags
 from ..encoders import EncoderIdentity, ExportedBase, encoder_backend
 from ..encoders.plugin import st_modules
 from ..exceptions import ConfigError
 from ..methods import MeaningMap
+from ..methods.language_id import MIN_ROUTE_WEIGHT
 
 logger = logging.getLogger(__name__)
 
@@ -48,8 +50,6 @@ def identifying_module(mmap: MeaningMap, identifier, aliases: dict[str, str], un
     :meth:`~disembed.methods.Disentangler.unseen_route`)."""
     import torch
 
-    from ..data.languages import NO_LANGUAGE, valid_language_subtags
-    from ..methods.language_id import MIN_ROUTE_WEIGHT
     from .exported_module import LanguageRoutedMeaning
 
     tensors = {"lid.center": identifier.center_, "lid.W": identifier.W_, "lid.b": identifier.b_,

@@ -224,7 +224,7 @@ def test_cli_gives_the_librarys_vector_for_every_spelling(bert_models, tmp_path)
     (tmp_path / "q.txt").write_text("\n".join(queries) + "\n", encoding="utf-8")
     (tmp_path / "db.txt").write_text("\n".join(TEXTS) + "\n", encoding="utf-8")
     for name, folder in folders.items():
-        for tag in (None, "de"):
+        for tag in (None, "de", "hi"):  # untagged, a training language, an unseen one
             out = tmp_path / f"{name}-{tag}.tsv"
             args = ["search", str(tmp_path / "q.txt"), str(tmp_path / "db.txt"), "--model",
                     str(folder), "-k", "1", "--out", str(out), "--backend", "exact", "-q",

@@ -141,7 +141,10 @@ def _routing(info: Mapping[str, Any]) -> str:
     if info.get("identifies_language"):
         return ("\nThe meaning part depends on the language, and the model identifies it "
                 "itself, text by text, with the language identifier disembed fitted on the "
-                "training embeddings (a language it never saw gets the nearest known one). "
+                "training embeddings: a text's meaning is the mixture of the languages' "
+                "routes weighted by the identifier (continuous, never a hard choice), as "
+                "disembed computes it; `language=` names the language instead (any real "
+                "language's code; one the model never saw gets its fallback). "
                 "That step is this folder's own code, `disembed_meaning.py` (torch and "
                 "sentence-transformers only): load the model with `trust_remote_code=True`.\n")
     return ("\nThe meaning part depends on the language: it is a `Router` with one route per "

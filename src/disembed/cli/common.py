@@ -19,6 +19,7 @@ from ..experiment import TrainingData, Workspace
 from ..experiment.tasks import check_task_options, flag_dest, option_flags
 from ..mining.inputs import expand_inputs
 from ..util.fields import arg_type
+from ..util.files import is_standard_output, output_target
 
 logger = logging.getLogger(__name__)
 
@@ -270,25 +271,49 @@ def _check_parents(text: str) -> None:
 
 
 def output_file(text: str) -> str:
-    """A file to write (missing parent folders are created); not an existing directory."""
+    """A file to write (missing parent folders are created); not an existing directory.
+    ``-`` is standard output; a pipe or device is written in place and a symbolic link
+    through to its target (:func:`disembed.util.files.output_target`)."""
     if Path(text).is_dir():
         raise argparse.ArgumentTypeError(f"{text} is a directory; expected a file path, e.g. "
                                          f"{Path(text) / 'out.tsv'}")
-    _check_parents(text)
+    try:
+        where = output_target(text)
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    if where.kind == "file":
+        _check_parents(str(where.path))
     return text
 
 
 def npy_output(text: str) -> str:
     """An output file ending in ``.npy`` (its sentences go beside it as ``.txt``)."""
-    if Path(text).suffix.lower() != ".npy":
+    if text != "-" and Path(text).suffix.lower() != ".npy":
         raise argparse.ArgumentTypeError(
             f"expected a path ending in .npy (the sentences are written beside it with "
             f".txt), got {text!r}")
+    if text == "-" or output_target_kind(text) != "file":
+        raise argparse.ArgumentTypeError(
+            f"{text} is standard output, a pipe or a device, but encode writes two files as "
+            "one step (the matrix and, beside it, its sentences): give a file path ending in "
+            ".npy")
     return output_file(text)
 
 
+def output_target_kind(text: str) -> str:
+    """``file``, ``stream`` or ``stdout`` (an argparse error for a path never written)."""
+    try:
+        return output_target(text).kind
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def output_dir(text: str) -> str:
-    """A directory to write into (created if missing); not an existing file."""
+    """A directory to write into (created if missing); not an existing file, nor ``-``."""
+    if text == "-":
+        raise argparse.ArgumentTypeError("- (standard output) can take one file, but this "
+                                         "option names a folder to write into: give a folder "
+                                         "path")
     path = Path(text)
     if path.exists() and not path.is_dir():
         raise argparse.ArgumentTypeError(f"{text} is a file; expected a directory (new or "
@@ -300,6 +325,13 @@ def output_dir(text: str) -> str:
 def cache_dir(text: str) -> str:
     """The embedding cache folder: a directory or a path where one can be made."""
     return output_dir(text)
+
+
+def say(args: argparse.Namespace, text: str) -> None:
+    """A verb's summary line: on standard output, or on standard error when the verb's
+    ``--out`` is standard output (``-``, ``/dev/stdout``), so the two never mix."""
+    stream = sys.stderr if is_standard_output(getattr(args, "out", None)) else sys.stdout
+    print(text, file=stream)  # noqa: T201 - the CLI's own output
 
 
 def check_not_inputs(out: str, inputs: dict[str, str | None]) -> None:

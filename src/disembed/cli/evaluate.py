@@ -23,6 +23,7 @@ from .common import (
     eval_options_from_args,
     input_dir,
     output_file,
+    say,
     seed,
     workspace_from_args,
 )
@@ -56,7 +57,7 @@ def handle(args: argparse.Namespace) -> int:
                    tasks=tuple(args.tasks), evaluation=eval_options_from_args(args),
                    seed=args.seed, label=None if args.model else method)
     result = run(spec, workspace_from_args(args))
-    print(render_tables([(result.label, s) for s in result.scores]))  # noqa: T201
+    say(args, render_tables([(result.label, s) for s in result.scores]))
     if args.out:
         result.to_json(args.out)
     return 0

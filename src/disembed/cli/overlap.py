@@ -62,7 +62,7 @@ def _inputs(args: argparse.Namespace) -> list[Endpoint]:
 def _outputs(args: argparse.Namespace) -> list[Endpoint]:
     out = getattr(args, "out", None)
     found = []
-    if isinstance(out, str):
+    if isinstance(out, str) and out != "-":  # - is standard output
         kind = ("replaced-dir" if args.verb == "export"
                 else "dir" if args.verb in _DIR_OUT else "file")
         found.append(Endpoint("--out", out, kind))  # encode checks its .txt sentences itself

@@ -15,6 +15,7 @@ from .common import (
     input_file,
     output_file,
     positive_int,
+    say,
 )
 
 
@@ -51,5 +52,5 @@ def handle(args: argparse.Namespace) -> int:
                   tgt_col=args.tgt_col, kind=args.score, k=args.k, src_pool=pools[0],
                   tgt_pool=pools[1], threshold=args.threshold, skip_bad=args.skip_bad_lines,
                   batch_size=args.batch_size)
-    print(f"{n} pairs scored ({args.score}) -> {args.out}")  # noqa: T201
+    say(args, f"{n} pairs scored ({args.score}) -> {args.out}")
     return 0

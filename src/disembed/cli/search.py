@@ -12,6 +12,7 @@ from .common import (
     input_file,
     output_file,
     positive_int,
+    say,
 )
 from .mine import add_input_options, backend_options, model_and_encoder, run_dir
 
@@ -39,7 +40,7 @@ def handle(args: argparse.Namespace) -> int:
                         query_lang=args.src_lang, db_lang=args.tgt_lang, format=args.format,
                         skip_bad=args.skip_bad_lines, chunk=args.chunk,
                         batch_size=args.batch_size, backend_options=backend_options(args))
-    print(f"{done.queries} queries x {done.neighbours} neighbours -> {args.out}"  # noqa: T201
+    say(args, f"{done.queries} queries x {done.neighbours} neighbours -> {args.out}"
           + (f" (-k {args.k}, but the database has only {done.neighbours} sentences)"
              if done.neighbours < args.k else ""))
     return 0

@@ -15,6 +15,15 @@ between, so a reader sees the old pair or the new pair, never one of each.
 
 Errors of the operating system (disk full, file too large, permission denied) are
 re-raised with ``filename`` set to the target, so a message can name it.
+
+**What an output path may name** (:func:`output_target`, the one place that decides, for
+every verb and every writer): a regular file or a new path is replaced atomically as above;
+a symbolic link is written *through*: the file it points to is replaced, the link stays;
+``-`` is standard output, and a FIFO, a character device (``/dev/null``, a terminal) or a
+path under ``/dev`` or ``/proc`` (``/dev/stdout``, ``/proc/self/fd/1``) is written to as a
+stream, in place (a stream cannot be replaced atomically: a failed write leaves what was
+sent); a block device (a disk), a socket or a directory is refused. The node a path names
+is never replaced by a regular file.
 """
 
 from __future__ import annotations
@@ -25,9 +34,12 @@ import hashlib
 import json
 import os
 import shutil
+import stat
+import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Iterable
+from typing import IO, Iterable, Literal
 
 from ..exceptions import ConfigError
 
@@ -120,21 +132,109 @@ def _replay(journal: Path) -> None:
 def commit_together(files: list["AtomicFile"]) -> None:
     """Rename several prepared :class:`AtomicFile` s of one folder into place as one step
     (see the module docstring)."""
-    directory = files[0].path.parent
-    if any(f.path.parent != directory for f in files):
-        raise ValueError("commit_together: the files must be in one folder")
+    streams = [f.path for f in files if f.stream]
+    if streams:
+        raise ConfigError(f"{streams[0]} is not a regular file (standard output, a pipe or a "
+                          "device): files that are written together as one step must be "
+                          "regular files; give a file path")
+    directory = files[0].target.parent
+    if any(f.target.parent != directory for f in files):
+        raise ConfigError(f"{', '.join(str(f.path) for f in files)} are written together as one "
+                          "step, so they must lie in one folder, but a symbolic link among them "
+                          "points into another folder; replace the link by the file itself")
     for f in files:
         f.prepare()
-    journal = directory / f".{files[0].path.name}{_JOURNAL_MARK}{os.getpid()}"
-    atomic_write_bytes(journal, [json.dumps([[str(f.tmp), str(f.path)] for f in files])
+    journal = directory / f".{files[0].target.name}{_JOURNAL_MARK}{os.getpid()}"
+    atomic_write_bytes(journal, [json.dumps([[str(f.tmp), str(f.target)] for f in files])
                                  .encode("utf-8")])
     try:
         for f in files:
-            os.replace(f.tmp, f.path)
+            os.replace(f.tmp, f.target)
     except OSError as exc:
         raise _name_os_error(exc, f.path) from None
     finally:  # also on Ctrl-C between two renames: the journal says what is left to do
         _replay(journal)
+
+
+Kind = Literal["file", "stream", "stdout"]
+
+
+@dataclass(frozen=True)
+class OutputTarget:
+    """What an output path names (module docstring): ``kind`` ``file`` (replaced atomically
+    at ``path``, a link's target), ``stream`` (written in place) or ``stdout`` (``-``)."""
+
+    kind: Kind
+    path: Path
+
+
+def _through_proc(path: str) -> bool:
+    """Whether ``path`` or a link on the way to its target lies under ``/proc`` (an open file
+    descriptor: ``/dev/stdout`` -> ``/proc/self/fd/1``)."""
+    current = os.path.abspath(path)
+    for _ in range(40):
+        if current == "/proc" or current.startswith("/proc/"):
+            return True
+        if not os.path.islink(current):
+            return False
+        current = os.path.normpath(os.path.join(os.path.dirname(current),
+                                                os.readlink(current)))
+    return False
+
+
+def _in_dev(path: str) -> bool:
+    """A device path (``/dev/...``, but not the ``/dev/shm`` file system of plain files)."""
+    parts = Path(os.path.abspath(path)).parts
+    return parts[1:2] == ("dev",) and parts[2:3] != ("shm",)
+
+
+def _refuse_node(path: str, mode: int) -> None:
+    what = ("a block device (a disk)" if stat.S_ISBLK(mode) else "a socket"
+            if stat.S_ISSOCK(mode) else "a directory" if stat.S_ISDIR(mode) else None)
+    if what:
+        raise ConfigError(f"{path} is {what}; expected the path of a file to write (a new "
+                          "file, a regular file, a pipe, or - for standard output)")
+
+
+def output_target(path: str | os.PathLike) -> OutputTarget:
+    """Decide how ``path`` is written (see the module docstring); raises
+    :class:`~disembed.exceptions.ConfigError` for what is never written."""
+    text = os.fspath(path)
+    if text == "-":
+        return OutputTarget("stdout", Path("-"))
+    try:
+        mode = os.stat(text).st_mode  # follows links
+    except (FileNotFoundError, NotADirectoryError):  # a new file (or a bad parent: the
+        mode = None  # writer's own error names it)
+    except OSError as exc:
+        raise _name_os_error(exc, Path(text)) from None
+    if mode is not None:
+        _refuse_node(text, mode)
+    if _through_proc(text):  # an open file (/dev/stdout): written in place, never replaced
+        if mode is None:
+            raise ConfigError(f"{text}: no such open file; expected the path of a file to write")
+        return OutputTarget("stream", Path(text))
+    if mode is None and _in_dev(text):
+        raise ConfigError(f"{text}: no such device; expected the path of a file to write")
+    if mode is not None and (stat.S_ISFIFO(mode) or stat.S_ISCHR(mode)):
+        return OutputTarget("stream", Path(text))
+    if os.path.islink(text) or mode is not None:  # a link (even a dangling one): its target
+        return OutputTarget("file", Path(os.path.realpath(text)))
+    return OutputTarget("file", Path(text))
+
+
+def is_standard_output(path: str | os.PathLike | None) -> bool:
+    """Whether writing ``path`` writes where standard output goes (``-``, ``/dev/stdout``,
+    a file the shell redirected standard output to)."""
+    if path is None:
+        return False
+    if os.fspath(path) == "-":
+        return True
+    try:
+        here, out = os.stat(path), os.fstat(sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # no such path; stdout replaced (tests)
+        return False
+    return (here.st_dev, here.st_ino) == (out.st_dev, out.st_ino)
 
 
 class AtomicFile:
@@ -150,20 +250,32 @@ class AtomicFile:
 
     def __init__(self, path: str | os.PathLike) -> None:
         self.path = Path(path)
-        if self.path.is_dir():
-            raise ConfigError(f"{self.path} is a directory; expected the path of a file to "
-                              "write (e.g. a file name inside it)")
+        where = output_target(path)
+        self.target, self.stream = where.path, where.kind != "file"
+        self.tmp: Path | None = None
+        self._prepared = False
+        if self.stream:
+            self.file: IO[bytes] = self._open_stream(where)
+            return
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            finish_pending(self.path.parent)  # before its temporaries look stale
-            remove_stale_temps(self.path.parent)
-            fd, tmp = tempfile.mkstemp(dir=self.path.parent,
-                                       prefix=f".{self.path.name}{_TMP_MARK}{os.getpid()}-")
+            self.target.parent.mkdir(parents=True, exist_ok=True)
+            finish_pending(self.target.parent)  # before its temporaries look stale
+            remove_stale_temps(self.target.parent)
+            fd, tmp = tempfile.mkstemp(dir=self.target.parent,
+                                       prefix=f".{self.target.name}{_TMP_MARK}{os.getpid()}-")
         except OSError as exc:
             raise _name_os_error(exc, self.path) from None
         self.tmp = Path(tmp)
-        self.file: IO[bytes] = os.fdopen(fd, "wb")
-        self._prepared = False
+        self.file = os.fdopen(fd, "wb")
+
+    def _open_stream(self, where: OutputTarget) -> IO[bytes]:
+        if where.kind == "stdout":
+            sys.stdout.flush()
+            return sys.stdout.buffer
+        try:  # appended: a file behind /dev/stdout keeps what was written to it before
+            return open(where.path, "ab")  # noqa: SIM115 - closed by commit / discard
+        except OSError as exc:
+            raise _name_os_error(exc, self.path) from None
 
     def write(self, data: bytes) -> None:
         try:
@@ -175,10 +287,14 @@ class AtomicFile:
         """Flush, fsync and close the temporary file (the target is not touched yet)."""
         if self._prepared:
             return
+        if self.stream:
+            self._close_stream()
+            self._prepared = True
+            return
         try:
             self.file.flush()
             os.fsync(self.file.fileno())
-            mode = (self.path.stat().st_mode & 0o7777 if self.path.exists()
+            mode = (self.target.stat().st_mode & 0o7777 if self.target.exists()
                     else 0o666 & ~_UMASK)
             os.fchmod(self.file.fileno(), mode)
             self.file.close()
@@ -186,22 +302,39 @@ class AtomicFile:
             raise _name_os_error(exc, self.path) from None
         self._prepared = True
 
-    def commit(self) -> Path:
-        """Rename the finished temporary file over the target."""
-        self.prepare()
+    def _close_stream(self) -> None:
         try:
-            os.replace(self.tmp, self.path)
+            self.file.flush()
+            if self.file is not getattr(sys.stdout, "buffer", None):
+                self.file.close()
         except OSError as exc:
             raise _name_os_error(exc, self.path) from None
-        _fsync_dir(self.path.parent)
+
+    def commit(self) -> Path:
+        """Rename the finished temporary file over the target (a stream: flush it)."""
+        self.prepare()
+        if self.stream:
+            return self.path
+        try:
+            os.replace(self.tmp, self.target)
+        except OSError as exc:
+            raise _name_os_error(exc, self.path) from None
+        _fsync_dir(self.target.parent)
         return self.path
 
     def discard(self) -> None:
+        if self.stream:
+            try:
+                self._close_stream()
+            except OSError:
+                pass
+            return
         try:
             self.file.close()
         except OSError:
             pass
-        self.tmp.unlink(missing_ok=True)
+        if self.tmp is not None:
+            self.tmp.unlink(missing_ok=True)
 
     def __enter__(self) -> "AtomicFile":
         return self

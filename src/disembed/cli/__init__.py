@@ -31,6 +31,7 @@ from . import (
     tune,
 )
 from .errors import ignore_file_size_signal, report
+from .folders import check_folders
 from .output import verb_output
 from .overlap import check_args
 
@@ -85,6 +86,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ignore_file_size_signal()
     try:
         check_args(args)  # no output overlaps an input: before any work
+        check_folders(args)  # no folder of the user's, no finished result replaced
         with verb_output(quiet=args.quiet, no_progress=args.no_progress), \
                 _cache_dir_everywhere(getattr(args, "cache_dir", None)):
             return int(args.handler(args) or 0)

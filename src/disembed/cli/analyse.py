@@ -33,6 +33,7 @@ from .common import (
     task_options_from_args,
     workspace_from_args,
 )
+from .folders import add_overwrite
 
 
 def add_parser(verbs) -> None:
@@ -65,6 +66,7 @@ def add_parser(verbs) -> None:
     p.add_argument("--seed", type=seed, default=0)
     p.add_argument("--out", type=output_dir, default="runs/analysis")
     add_eval_options(p, max_items_default=None)
+    add_overwrite(p, "nothing: finished runs are reused")
     add_common(p)
     add_workspace_options(p)
     p.set_defaults(handler=handle)

@@ -44,6 +44,7 @@ from .common import (
     training_path,
     workspace_from_args,
 )
+from .folders import add_overwrite
 
 logger = logging.getLogger(__name__)
 
@@ -79,6 +80,7 @@ def add_parser(verbs) -> None:
     p.add_argument("--seed", type=seed, default=0)
     p.add_argument("--no-floor", action="store_true", help="skip the hash-encoder floor row")
     p.add_argument("--out", type=output_dir, default="runs/bench", help="output directory")
+    add_overwrite(p, "nothing: finished runs are reused")
     p.add_argument("--force", action="store_true", help="redo finished runs")
     p.add_argument("--format", choices=("md", "mteb"), default="md",
                    help="md: results.md, report.html, plots (always written); mteb: also "

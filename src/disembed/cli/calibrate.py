@@ -9,6 +9,7 @@ import argparse
 from ..data.io import read_lines
 from ..saved_model import calibrate_saved
 from .common import add_common, add_encoder, input_dir, input_file, output_dir
+from .folders import add_overwrite
 
 
 def add_parser(verbs) -> None:
@@ -23,6 +24,7 @@ def add_parser(verbs) -> None:
                    help="the sentences' language: ISO 639-1/639-3 or BCP-47 (ja, jpn, ja-JP)")
     p.add_argument("--out", type=output_dir, default=None,
                    help="write the calibrated model here (default: update --model in place)")
+    add_overwrite(p, "a model in --out")
     add_encoder(p, default=None)
     add_common(p)
     p.set_defaults(handler=handle)

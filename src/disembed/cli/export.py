@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 
 from ..serving.export import export_model
-from .common import add_common
+from .common import add_common, output_dir
 
 
 def add_parser(verbs) -> None:
@@ -21,7 +21,7 @@ def add_parser(verbs) -> None:
                          description=__doc__,
                          formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--model", required=True, help="a directory written by 'disembed train'")
-    p.add_argument("--out", required=True, help="the folder to create")
+    p.add_argument("--out", required=True, type=output_dir, help="the folder to create")
     p.add_argument("--scores", default=None,
                    help="a result JSON ('disembed evaluate --out') for the model card's scores "
                         "(default: MODEL/../result.json when it exists)")

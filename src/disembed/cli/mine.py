@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import logging
 from pathlib import Path
 
 from ..encoders import DEFAULT_ENCODER
@@ -11,6 +12,7 @@ from ..exceptions import ConfigError
 from ..mining import BACKENDS, MARGINS, MODES, MineConfig, mine_files, write_pairs
 from ..mining.distributed import connect, mine_distributed
 from ..saved_model import SavedModel
+from ..util.files import output_target
 from .common import (
     add_common,
     add_encoder,
@@ -23,7 +25,10 @@ from .common import (
     output_dir,
     output_file,
     positive_int,
+    say,
 )
+
+logger = logging.getLogger(__name__)
 
 
 def add_input_options(p: argparse.ArgumentParser) -> None:
@@ -41,6 +46,8 @@ def add_input_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--tgt-lang", default=None, help="language of the second file (e.g. en)")
     g.add_argument("--run-dir", type=output_dir, default=None,
                    help="where the embedded matrices go (resumable); default OUT.run/")
+    g.add_argument("--overwrite", action="store_true",
+                   help="use a --run-dir that disembed did not write (refused otherwise)")
     g.add_argument("--chunk", type=positive_int, default=16384,
                    help="sentences per resumable chunk")
     g.add_argument("--backend", choices=BACKENDS, default="auto",
@@ -78,7 +85,24 @@ def backend_options(args: argparse.Namespace) -> dict:
 
 
 def run_dir(args: argparse.Namespace) -> Path:
-    return Path(args.run_dir) if args.run_dir else Path(str(args.out) + ".run")
+    """``--run-dir``, else ``OUT.run`` beside a file ``--out``; an ``--out`` that is standard
+    output, a pipe or a device has no folder beside it: a temporary one (removed at exit,
+    so such a run does not resume)."""
+    if args.run_dir:
+        return Path(args.run_dir)
+    if output_target(args.out).kind == "file":
+        return Path(str(args.out) + ".run")
+    if getattr(args, "_temporary_run_dir", None) is None:
+        import atexit
+        import shutil
+        import tempfile
+
+        args._temporary_run_dir = tempfile.mkdtemp(prefix="disembed-run-")
+        atexit.register(shutil.rmtree, args._temporary_run_dir, True)
+        logger.info("--out %s is not a file: the embedded matrices go to %s (removed at exit; "
+                    "give --run-dir to keep them and resume)", args.out,
+                    args._temporary_run_dir)
+    return Path(args._temporary_run_dir)
 
 
 def add_parser(verbs) -> None:
@@ -144,7 +168,7 @@ def handle(args: argparse.Namespace) -> int:
         if args.center != "none":
             raise ConfigError("--center corpus is not available with --cluster (it needs each "
                               "whole file in one process); leave one of them out")
-        print(summary(mine_on_cluster(args, config), args))  # noqa: T201
+        say(args, summary(mine_on_cluster(args, config), args))
         return 0
     model, encoder = model_and_encoder(args)
     mined = mine_files(args.src, args.tgt, encoder, args.out,
@@ -152,7 +176,7 @@ def handle(args: argparse.Namespace) -> int:
                        src_lang=args.src_lang, tgt_lang=args.tgt_lang, format=args.format,
                        skip_bad=args.skip_bad_lines, batch_size=args.batch_size,
                        center=args.center)
-    print(summary(mined, args))  # noqa: T201
+    say(args, summary(mined, args))
     return 0
 
 

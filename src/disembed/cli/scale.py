@@ -20,12 +20,14 @@ from .common import (
     add_eval_options,
     add_workspace_options,
     csv_list,
+    output_dir,
     pairs_or_all,
     positive_int,
     seed,
     task_options_from_args,
     workspace_from_args,
 )
+from .folders import add_overwrite
 
 
 def add_parser(verbs) -> None:
@@ -45,7 +47,8 @@ def add_parser(verbs) -> None:
                    help="JSON {method: {param: value}}, e.g. tune's tuned.json")
     p.add_argument("--reference", default="mean-centering")
     p.add_argument("--n-resamples", type=positive_int, default=2000)
-    p.add_argument("--out", default="runs/scaling")
+    p.add_argument("--out", type=output_dir, default="runs/scaling")
+    add_overwrite(p, "nothing: finished runs are reused")
     p.add_argument("--finished-only", action="store_true",
                    help="report the points already finished in --out and fit nothing (a "
                         "study whose slow recipes ran at fewer sizes or seeds)")

@@ -45,6 +45,7 @@ from .common import (
     training_path,
     workspace_from_args,
 )
+from .folders import add_overwrite
 
 logger = logging.getLogger(__name__)
 
@@ -61,6 +62,7 @@ def add_parser(verbs) -> None:
                         "the recipe (see docs); explicit options below win")
     p.add_argument("--out", required=True, type=output_dir,
                    help="directory for config.json + model.safetensors")
+    add_overwrite(p, "a trained model in --out")
     data = p.add_argument_group("training data")
     data.add_argument("--languages", type=csv_list, default=list(DEFAULT_TRAIN_LANGUAGES),
                       help="comma-separated languages paired with English")

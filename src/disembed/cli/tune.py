@@ -22,10 +22,12 @@ from .common import (
     add_common,
     add_workspace_options,
     csv_list,
+    output_dir,
     pairs_or_all,
     seed,
     workspace_from_args,
 )
+from .folders import add_overwrite
 
 
 def add_parser(verbs) -> None:
@@ -46,7 +48,8 @@ def add_parser(verbs) -> None:
                         + "; ".join(f"{m}: {tuning_grid(m)}" for m in DEFAULT_TUNE_METHODS
                                     if tuning_grid(m)))
     p.add_argument("--seed", type=seed, default=0)
-    p.add_argument("--out", default="runs/tune")
+    p.add_argument("--out", type=output_dir, default="runs/tune")
+    add_overwrite(p, "nothing: finished runs are reused")
     add_common(p)
     add_workspace_options(p)
     p.set_defaults(handler=handle)

@@ -35,6 +35,7 @@ from ..provenance import environment
 from ..reports.analysis_report import write_analysis
 from ..results import ExperimentResult, RunResult
 from ..saved_model import SavedModel
+from ..util.folders import mark_folder
 from .bench import DEFAULT_METHODS, default_params
 from .params import build_method, shared_overrides
 from .run import RunHooks, run
@@ -156,7 +157,7 @@ def run_analyses(config: AnalysisConfig) -> ExperimentResult:
     result = ExperimentResult("analysis", asdict(config), runs, comparisons, extras,
                               timings={"total_seconds": extras["seconds"]},
                               environment=environment())
-    write_analysis(result, Path(config.out_dir), plots="plots" in config.analyses)
+    write_analysis(result, mark_folder(config.out_dir), plots="plots" in config.analyses)
     return result
 
 

@@ -26,6 +26,7 @@ from ..reports.html import markdown_page
 from ..reports.plots import write_difference_plot, write_summary_plot
 from ..results import ExperimentResult
 from ..util.files import atomic_write_text
+from ..util.folders import mark_folder
 from ..util.text import slug
 from .params import build_method, check_method_params
 from .run import RunOutputs, run
@@ -152,6 +153,7 @@ def run_bench(config: BenchConfig) -> ExperimentResult:
     workspace = config.workspace
     specs = config.specs()
     encoders = {spec.encoder: open_encoder(spec, workspace) for spec, _ in specs}  # fail early
+    mark_folder(Path(config.out_dir))  # a rerun recognises the folder as its own
     t_start = time.perf_counter()
     runs = [run(spec, workspace, outputs=RunOutputs(run_dir=folder),
                 encoder=encoders[spec.encoder]) for spec, folder in specs]

@@ -83,11 +83,13 @@ def run(spec: RunSpec, workspace: Workspace = Workspace(), *,
     for ``spec.encoder`` (a bench opens each encoder once for all its runs).
 
     The fitted or loaded model is on the returned result as ``result.model``. A run folder
-    has one writer at a time (:func:`~disembed.util.locks.folder_lock`).
+    (or, for a run that writes only a model, ``disembed train``, its model folder) has one
+    writer at a time (:func:`~disembed.util.locks.folder_lock`).
     """
-    if outputs.run_dir is None:
+    folder = outputs.run_dir if outputs.run_dir is not None else outputs.model_dir
+    if folder is None:
         return _run(spec, workspace, outputs, encoder, hooks)
-    with folder_lock(outputs.run_dir):
+    with folder_lock(folder):
         return _run(spec, workspace, outputs, encoder, hooks)
 
 

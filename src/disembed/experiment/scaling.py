@@ -34,6 +34,7 @@ from ..methods import method_class
 from ..provenance import environment
 from ..reports.scaling_report import write_scaling
 from ..results import ExperimentResult, RunResult
+from ..util.folders import mark_folder
 from ..util.text import slug
 from .run import RunOutputs, finished_run, run
 from .spec import DEFAULT_TRAIN_LANGUAGES, RunSpec, TrainingData, Workspace
@@ -141,6 +142,7 @@ def run_scaling(config: ScalingConfig) -> ExperimentResult:
     t0 = time.perf_counter()
     workspace = config.workspace
     encoder = open_encoder(RunSpec(encoder=config.encoder), workspace)
+    mark_folder(Path(config.out_dir))  # a rerun recognises the folder as its own
     done: dict[str, RunResult] = {}
     entries, missing = [], []
     for point in config.points():

@@ -57,6 +57,7 @@ from ..saved_model import SavedModel
 from ..util.constraints import Interval
 from ..util.fields import check_fields
 from ..util.files import atomic_write_text
+from ..util.folders import mark_folder
 from ..util.jsonsafe import dumps_json
 from ..util.text import slug
 from .params import DEFAULT_TUNE_METHODS, check_method_grids
@@ -171,7 +172,7 @@ def tune(config: TuneConfig) -> ExperimentResult:
     src, tgt = encoder.encode(heldout.src), encoder.encode(heldout.tgt)
     hooks = RunHooks(measure=lambda model, enc, scores: {"validation": validation_scores(
         model, src, tgt, heldout, qe_dev_score(model, enc, workspace.data_dir))})
-    out = Path(config.out_dir)
+    out = mark_folder(config.out_dir)  # a rerun recognises the folder as its own
     runs = [_candidate(config, method, params, encoder, workspace, hooks, out)
             for method in config.methods for params in config.candidates(method)]
     chosen = choose(runs)

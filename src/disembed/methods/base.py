@@ -47,7 +47,7 @@ import numpy as np
 from ..data.languages import normalize_language, normalize_tag
 from ..exceptions import CheckpointError, ConfigError, NonFiniteError, NotFittedError, ShapeError
 from ..util.constraints import Constraint, validate_params
-from ..util.files import atomic_write_bytes
+from ..util.files import AtomicFile, commit_together, finish_pending
 from .export_map import GLOBAL_ROUTE, MeaningMap
 from .language_id import UNKNOWN, LanguageIdentifier, LanguagePrediction
 from .routing import Routing
@@ -446,11 +446,20 @@ class Disentangler(ABC):
             WEIGHTS_CHECKSUM: hashlib.sha256(blob).hexdigest(),
         }
         config[CONFIG_CHECKSUM] = config_digest(config)
-        # weights first: a run killed in between leaves a config whose checksum no longer
-        # matches, which load_disentangler reports, never a silent mix of two models
-        atomic_write_bytes(directory / "model.safetensors", [blob])
-        atomic_write_bytes(directory / "config.json",
-                           [json.dumps(config, indent=2, sort_keys=True, default=str).encode()])
+        # the two files are renamed as one step (a journal, util.files.commit_together):
+        # a run killed at any point leaves the old model or the new one, both loadable
+        # (calibrate rewrites a model in place), never weights beside another's config
+        directory.mkdir(parents=True, exist_ok=True)
+        weights, cfg = AtomicFile(directory / "model.safetensors"), \
+            AtomicFile(directory / "config.json")
+        try:
+            weights.write(blob)
+            cfg.write(json.dumps(config, indent=2, sort_keys=True, default=str).encode())
+            commit_together([weights, cfg])
+        except BaseException:
+            weights.discard()
+            cfg.discard()
+            raise
         return directory
 
 
@@ -529,10 +538,21 @@ def _read_state(weights_path: Path, cfg_path: Path, config: dict[str, Any]
     return state
 
 
+def _finish_interrupted_save(directory: Path) -> None:
+    """Complete the save of a writer killed between renaming its two files (the journal
+    :meth:`Disentangler.save` leaves); a folder this process cannot write is read as is."""
+    try:
+        finish_pending(directory)
+    except OSError as exc:
+        logger.warning("%s: an interrupted save could not be completed (%s); rerun as a user "
+                       "who can write the folder, or save the model again", directory, exc)
+
+
 def read_saved(directory: Path) -> tuple[Path, dict[str, Any], dict[str, np.ndarray]]:
     """``(config path, config, weights)`` of a saved disentangler, every key, shape and the
     checksum checked; :func:`~disembed.methods.load_disentangler` builds the model."""
     cfg_path, weights_path = directory / "config.json", directory / "model.safetensors"
+    _finish_interrupted_save(directory)
     for path in (cfg_path, weights_path):
         if not path.is_file():
             raise CheckpointError(f"{directory} is not a saved disentangler: {path.name} is "

@@ -33,7 +33,7 @@ ROWS = [
      "is not served here"),
     ("model-not-string", E, '{"input": "x", "model": ["a"]}', 400, "must be a string"),
     ("empty-input", E, '{"input": []}', 400, "non-empty"),
-    ("whitespace-input", E, '{"input": ["  "]}', 400, "empty or whitespace"),
+    ("whitespace-input", E, '{"input": ["  "]}', 400, "empty, whitespace"),
     ("no-input", E, '{}', 400, "'input' is required"),
     ("not-json", E, "{nope", 400, "not valid JSON"),
     ("not-object", E, "[1]", 400, "JSON object"),

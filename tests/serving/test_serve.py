@@ -207,7 +207,8 @@ def test_cli_serve_builds_the_app_with_its_limits(monkeypatch):
 
     started = {}
     monkeypatch.setattr(serve_cli, "run_server",
-                        lambda app, host, port, level: started.update(app=app, port=port))
+                        lambda app, host, port, level, sock=None:
+                        started.update(app=app, port=port))
     assert main(["serve", "--encoder", "hash:8", "--no-cache", "--port", "9123",
                  "--max-inputs", "3"]) == 0
     app = started["app"]

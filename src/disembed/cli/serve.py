@@ -19,7 +19,15 @@ from __future__ import annotations
 import argparse
 import os
 
-from ..serving.app import API_KEY_ENV, ServeOptions, api_key_from_env, create_app, run_server
+from ..serving.app import (
+    API_KEY_ENV,
+    ServeOptions,
+    api_key_from_env,
+    bind,
+    create_app,
+    run_server,
+    warn_if_exposed,
+)
 from ..serving.loading import load_service
 from ..serving.requests import Limits
 from .common import add_common, csv_list, finite_float, positive_int
@@ -78,6 +86,9 @@ def add_parser(verbs) -> None:
 
 def handle(args: argparse.Namespace) -> int:
     os.environ["DISEMBED_PROGRESS"] = "0"  # a service never draws bars: its log is for lines
+    api_key = args.api_key or api_key_from_env()
+    sock = bind(args.host, args.port)  # a port in use: an error now, not after the load
+    warn_if_exposed(args.host, api_key)
     service = load_service(args.model, args.encoder, cache_dir=args.cache_dir,
                            use_cache=not args.no_cache)
     if args.served_model_name:
@@ -85,8 +96,8 @@ def handle(args: argparse.Namespace) -> int:
     limits = Limits(max_inputs=args.max_inputs, max_chars=args.max_chars,
                     max_total_chars=max(Limits.max_total_chars, args.max_chars))
     options = ServeOptions(max_batch=args.max_batch, batch_window=args.batch_window_ms / 1000,
-                           api_key=args.api_key or api_key_from_env(),
+                           api_key=api_key,
                            cors_origins=tuple(args.cors_origins or ()))
     app = create_app(service, limits=limits, options=options)
-    run_server(app, args.host, args.port, "warning" if args.quiet else "info")
+    run_server(app, args.host, args.port, "warning" if args.quiet else "info", sock=sock)
     return 0

@@ -27,9 +27,12 @@ one JSON line on the ``disembed.serving.access`` logger; nothing draws progress 
 
 # no ``from __future__ import annotations``: FastAPI reads the handlers' annotations
 # (``fastapi.Request``) at definition time, and fastapi is imported lazily in create_app.
+import asyncio
 import base64
 import contextlib
+import errno
 import hmac
+import ipaddress
 import json
 import logging
 import os
@@ -88,18 +91,43 @@ def _usage(texts: list[str]) -> dict[str, int]:
 
 
 async def read_json(request, limits: Limits) -> Any:
-    """The request body as JSON, refused (413) over ``limits.max_body_bytes``."""
+    """The request body as JSON: ``Content-Type: application/json`` (415 otherwise: a web
+    page may send a ``text/plain`` or form body to a local service without asking, never
+    a JSON one), read as it arrives and refused (413) as soon as it passes
+    ``limits.max_body_bytes`` (with or without a ``Content-Length``; a chunked body is never
+    buffered whole), within ``limits.body_timeout`` seconds (408), and parsed (400 for
+    invalid or too deeply nested JSON)."""
+    media = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if media != "application/json" and not media.endswith("+json"):
+        raise ServiceError(f"the body must be JSON sent with 'Content-Type: application/json'; "
+                           f"got {media or 'no Content-Type'!r}", 415)
     size = int(request.headers.get("content-length") or 0)
     if size > limits.max_body_bytes:
         raise ServiceError(f"the body has {size} bytes; at most {limits.max_body_bytes}", 413)
-    raw = await request.body()
-    if len(raw) > limits.max_body_bytes:
-        raise ServiceError(f"the body has {len(raw)} bytes; at most {limits.max_body_bytes}",
-                           413)
+    try:
+        raw = await asyncio.wait_for(_read_body(request, limits.max_body_bytes),
+                                     limits.body_timeout)
+    except asyncio.TimeoutError:
+        raise ServiceError(f"the request body did not arrive within {limits.body_timeout:g} s; "
+                           "send it at once", 408) from None
     try:
         return json.loads(raw)
+    except RecursionError:
+        raise ServiceError("the body's JSON is nested too deeply; send the documented "
+                           "request shape") from None
     except ValueError as exc:
         raise ServiceError(f"the body is not valid JSON: {exc}") from None
+
+
+async def _read_body(request, limit: int) -> bytes:
+    """The body, chunk by chunk, stopped (413) as soon as it passes ``limit`` bytes."""
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise ServiceError(f"the body has more than {limit} bytes; at most {limit}", 413)
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 async def _paired(request, names, service: EmbeddingService, batcher: MicroBatcher,
@@ -199,6 +227,10 @@ def create_app(service: EmbeddingService, *, limits: Limits | None = None,
     """The FastAPI application serving ``service`` (see the module docstring)."""
     fastapi = require("fastapi", "serve", "disembed serve")
     limits = limits or Limits()
+    if service.name in ("meaning", "language", "raw"):
+        logger.warning("the served model id %r is also a view name: requests for %r get this "
+                       "model's meaning part (its other views: %s)", service.name,
+                       service.name, ", ".join(i for i in service.model_ids if i != service.name))
     options = _options(options, max_batch, batch_window)
     metrics = ServiceMetrics(_gauges(service))
     batcher = MicroBatcher(service.encode, max_batch=options.max_batch,
@@ -223,11 +255,23 @@ def create_app(service: EmbeddingService, *, limits: Limits | None = None,
 
 
 def _add_error_handlers(app) -> None:
-    """A :class:`ServiceError` answers with its status; anything else is a logged 500."""
+    """A :class:`ServiceError` answers with its status, an unknown path (404) or method (405)
+    in the same OpenAI error shape; anything else is a logged 500."""
+    from starlette.exceptions import HTTPException
 
     @app.exception_handler(ServiceError)
     async def service_error(request, exc: ServiceError):
         return _error(exc.status, exc.message, exc.param)
+
+    @app.exception_handler(HTTPException)
+    async def http_error(request, exc: HTTPException):
+        path = request.url.path
+        message = {404: f"no such path {path}; this service answers POST /v1/embeddings, "
+                        "/v1/similarity, /v1/qe and GET /v1/models, /info, /metrics, /health",
+                   405: f"{path} does not take {request.method}; allowed: "
+                        f"{(exc.headers or {}).get('Allow', 'see GET /info')}"}
+        return _error(exc.status_code, message.get(exc.status_code, str(exc.detail)),
+                      headers=exc.headers)
 
     @app.exception_handler(Exception)
     async def server_error(request, exc: Exception):
@@ -316,11 +360,57 @@ def api_key_from_env() -> str | None:
     return os.environ.get(API_KEY_ENV) or None
 
 
-def run_server(app, host: str = "127.0.0.1", port: int = 8000, log_level: str = "info") -> None:
-    """Serve ``app`` with uvicorn until interrupted (uvicorn's own access log is off: the
-    app logs one JSON line per request on ``disembed.serving.access``)."""
+def bind(host: str = "127.0.0.1", port: int = 8000) -> socket.socket:
+    """A TCP socket bound to ``host:port`` (``port`` 0: any free one), taken *before* the
+    model loads: a port in use is a clear error at once, not after minutes of loading, and
+    no other process can take the port in between. Raises
+    :class:`~disembed.exceptions.ConfigError`."""
+    from ..exceptions import ConfigError
+
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
+    except socket.gaierror as exc:
+        raise ConfigError(f"--host {host}: not an address of this machine ({exc.strerror}); "
+                          "use e.g. 127.0.0.1 or 0.0.0.0") from None
+    sock = socket.socket(family, kind, proto)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(address)
+    except OSError as exc:
+        sock.close()
+        why = ("is in use (another service, or a disembed serve still running?); choose "
+               "another --port or stop that process" if exc.errno == errno.EADDRINUSE else
+               f"cannot be bound: {exc.strerror}")
+        raise ConfigError(f"port {port} on {host} {why}") from None
+    return sock
+
+
+def warn_if_exposed(host: str, api_key: str | None) -> None:
+    """A warning when the service listens beyond this machine without an API key."""
+    try:
+        loopback = all(ipaddress.ip_address(info[4][0]).is_loopback for info in
+                       socket.getaddrinfo(host, None, type=socket.SOCK_STREAM))
+    except (socket.gaierror, ValueError):
+        loopback = False
+    if not loopback and not api_key:
+        logger.warning("serving on %s without an API key: anyone who can reach this machine "
+                       "can use the service (and its CPU). Set $%s (or --api-key), or bind "
+                       "127.0.0.1", host, API_KEY_ENV)
+
+
+def run_server(app, host: str = "127.0.0.1", port: int = 8000, log_level: str = "info",
+               sock: socket.socket | None = None) -> None:
+    """Serve ``app`` with uvicorn until interrupted, on ``sock`` when given (from
+    :func:`bind`), else on ``host:port`` (uvicorn's own access log is off: the app logs one
+    JSON line per request on ``disembed.serving.access``)."""
     uvicorn = require("uvicorn", "serve", "disembed serve")
-    uvicorn.run(app, host=host, port=port, log_level=log_level, access_log=False)
+    if sock is None:
+        uvicorn.run(app, host=host, port=port, log_level=log_level, access_log=False)
+        return
+    server = uvicorn.Server(uvicorn.Config(app, host=host, port=sock.getsockname()[1],
+                                           log_level=log_level, access_log=False))
+    server.run(sockets=[sock])
 
 
 class BackgroundServer:

@@ -5,7 +5,9 @@ task takes the first waiting request, then keeps taking requests for up to ``win
 seconds or until ``max_batch`` texts are gathered, encodes the distinct texts of all of
 them in one call on a worker thread (the event loop keeps accepting requests), and
 hands each request its rows. Requests that arrive while a batch is encoding form the
-next batch. A request larger than ``max_batch`` is encoded alone.
+next batch. A request larger than ``max_batch`` is encoded alone. When a batch fails, each of
+its requests is encoded again by itself, so an error reaches only the request whose own texts
+caused it (and shows it only those texts).
 """
 
 from __future__ import annotations
@@ -108,15 +110,34 @@ class MicroBatcher:
             self._count(items, len(distinct))
             try:
                 rows = await loop.run_in_executor(self._executor, self._encode, distinct)
-            except Exception as exc:  # every waiting request gets the error
-                for _, future in items:
-                    if not future.done():
-                        future.set_exception(exc)
+            except Exception as exc:  # noqa: BLE001 - answered per request below
+                await self._alone(items, exc)
                 continue
             index = {t: i for i, t in enumerate(distinct)}
             for texts, future in items:
                 if not future.done():
                     future.set_result(rows[[index[t] for t in texts]])
+
+    async def _alone(self, items: list, exc: Exception) -> None:
+        """A batch failed: encode each request by itself, so only a request whose own texts
+        fail gets an error, and that error names only its own texts (one client's bad text
+        never fails, nor shows itself to, the other requests of its batch)."""
+        if len(items) == 1:
+            if not items[0][1].done():
+                items[0][1].set_exception(exc)
+            return
+        loop = asyncio.get_running_loop()
+        for texts, future in items:
+            if future.done():
+                continue
+            try:
+                rows = await loop.run_in_executor(self._executor, self._encode,
+                                                  list(dict.fromkeys(texts)))
+            except Exception as own:  # noqa: BLE001 - this request's own error
+                future.set_exception(own)
+                continue
+            index = {t: i for i, t in enumerate(dict.fromkeys(texts))}
+            future.set_result(rows[[index[t] for t in texts]])
 
     def _count(self, items: list, distinct: int) -> None:
         s = self.stats

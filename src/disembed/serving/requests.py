@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ..util.text import is_blank, lone_surrogate
 from .service import EmbeddingService, ServiceError
 
 ENCODING_FORMATS = ("float", "base64")
@@ -25,6 +26,7 @@ class Limits:
     max_chars: int = 8192  # characters per text
     max_total_chars: int = 200_000  # characters per request
     max_body_bytes: int = 4 << 20
+    body_timeout: float = 30.0  # seconds for the whole body to arrive (a slow sender: 408)
 
 
 @dataclass
@@ -53,14 +55,6 @@ def _token_ids(value: Any) -> bool:
                         for v in value)))
 
 
-def _lone_surrogate(text: str) -> int:
-    """Index of the first lone surrogate in ``text`` (JSON may escape one), or -1."""
-    for i, ch in enumerate(text):
-        if "\ud800" <= ch <= "\udfff":
-            return i
-    return -1
-
-
 def _texts(value: Any, param: str, limits: Limits, *, allow_single: bool = True) -> list[str]:
     if _token_ids(value):
         raise ServiceError(f"'{param}' holds token ids; this service embeds text only (its "
@@ -79,9 +73,10 @@ def _texts(value: Any, param: str, limits: Limits, *, allow_single: bool = True)
         if not isinstance(text, str):
             raise ServiceError(f"'{param}[{i}]' is {type(text).__name__}; expected a string "
                                "(token arrays are not supported)", param=param)
-        if not text.strip():
-            raise ServiceError(f"'{param}[{i}]' is empty or whitespace only", param=param)
-        at = _lone_surrogate(text)
+        if is_blank(text):
+            raise ServiceError(f"'{param}[{i}]' is empty, whitespace or invisible characters "
+                               "only", param=param)
+        at = lone_surrogate(text)
         if at >= 0:
             raise ServiceError(f"'{param}[{i}]' holds a lone surrogate (U+{ord(text[at]):04X}) "
                                f"at character {at}: not valid Unicode text; send well-formed "

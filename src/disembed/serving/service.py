@@ -132,12 +132,13 @@ class EmbeddingService:
 
         ``model`` must be a served model id (``/v1/models``); the bare view names
         (``meaning``, ``language``, ``raw``) are accepted too, as earlier versions named the
-        view there. ``view`` overrides the model id's view."""
+        view there, unless a served id is spelled so (a model folder named ``raw``): the
+        served id wins. ``view`` overrides the model id's view."""
         ids = self.model_ids
-        if model is None or model in self.views:
-            chosen = model or "meaning"
-        elif model in ids:
+        if model in ids:  # a served id first: a model folder named "raw" serves its meaning
             chosen = ids[model]
+        elif model is None or model in self.views:
+            chosen = model or "meaning"
         else:
             raise ServiceError(f"model {model!r} is not served here; this service serves "
                                f"{', '.join(map(repr, ids))} (GET /v1/models): use one of "

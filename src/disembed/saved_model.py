@@ -41,7 +41,7 @@ import functools
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any, Iterator, Mapping, Sequence
 
 from .data.languages import normalize_language
 from .encoders import (
@@ -53,8 +53,15 @@ from .encoders import (
     rebuild_encoder,
 )
 from .encoders.cached import cached
-from .exceptions import CheckpointError, ConfigError, MissingDependencyError, UnknownNameError
+from .exceptions import (
+    CheckpointError,
+    ConfigError,
+    DataError,
+    MissingDependencyError,
+    UnknownNameError,
+)
 from .methods import Disentangler, load_disentangler
+from .util.text import is_blank
 
 logger = logging.getLogger(__name__)
 
@@ -234,20 +241,28 @@ class SavedModel:
         return self.metadata.encoder
 
 
-def calibrate_saved(directory: str | Path, language: str, texts: list[str], *,
+def calibrate_saved(directory: str | Path, language: str, texts: Sequence[str], *,
                     out: str | Path | None = None, encoder: str | None = None,
-                    cache_dir: str | Path | None = None, batch_size: int = 64) -> SavedModel:
+                    cache_dir: str | Path | None = None, batch_size: int = 64,
+                    check_language: bool = True) -> SavedModel:
     """Add ``language`` to the saved model in ``directory`` from unlabeled ``texts`` of it
     (:meth:`~disembed.methods.Disentangler.calibrate`: its mean, its class in the language
-    identifier), and save it to ``out`` (default: in place, each file written atomically).
-    The metadata records how many sentences calibrated which language; ``export`` and
-    ``serve`` read the calibrated model like any other."""
+    identifier; a language the model knows is replaced only by sentences its identifier
+    finds to be of it, unless ``check_language=False``), and save it to ``out`` (default: in
+    place, the two files renamed as one step). ``texts``: a list of sentences (blank ones
+    are left out); a single string is refused, not read as its characters. The metadata
+    records how many sentences calibrated which language; ``export`` and ``serve`` read the
+    calibrated model like any other."""
 
+    if isinstance(texts, (str, bytes)):
+        raise DataError(f"calibrate_saved: texts must be a list of sentences, got a single "
+                        f"{type(texts).__name__} ({texts[:40]!r}); wrap it in a list, and give "
+                        "a few hundred sentences for a useful calibration")
     code = normalize_language(language)
-    texts = [t for t in texts if t.strip()]
+    texts = [t for t in texts if not (isinstance(t, str) and is_blank(t))]
     saved = SavedModel.load(directory, encoder)
     X = cached(saved.encoder, cache_dir).encode(texts, batch_size=batch_size)
-    model = saved.disentangler.calibrate(X, code)
+    model = saved.disentangler.calibrate(X, code, check_language=check_language)
     metadata = dict(getattr(model, "metadata_", {}) or {})
     metadata["calibrated"] = {**metadata.get("calibrated", {}), code: {"sentences": len(texts)}}
     target = Path(out) if out is not None else Path(directory)

@@ -83,7 +83,17 @@ def build_world(root: Path) -> World:
     (flipped / "model.safetensors").write_bytes(bytes(blob))
     assert json.loads((root / "model" / "config.json").read_text())["weights_sha256"]
     _issue_22_files(w, root)
+    _issue_33_files(w)
     return w
+
+
+def _issue_33_files(w: World) -> None:
+    """The files of issue 33's cases (text at the reading edge)."""
+    w.text("cronly.txt", "eins\rzwei\rdrei\r")
+    w.text("strayCR.txt", "eins\nzw\rei\ndrei\n")
+    w.text("zerowidth.txt", "eins\n\u200b\u200d\nzwei\n")
+    w.text("zwtsv.tsv", "s1\tSatz eins\ns2\t\u2060\ufeff\n")
+    w.text("texttab.txt", "erste Zeile ohne Tab\nzweite\tZeile\tmit Tabs\n")
 
 
 def _issue_22_files(w: World, root: Path) -> None:

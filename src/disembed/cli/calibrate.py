@@ -25,6 +25,9 @@ def add_parser(verbs) -> None:
     p.add_argument("--out", type=output_dir, default=None,
                    help="write the calibrated model here (default: update --model in place)")
     add_overwrite(p, "a model in --out")
+    p.add_argument("--skip-language-check", action="store_true",
+                   help="calibrate a language the model knows even where its language "
+                        "identifier finds most sentences to be of another language")
     add_encoder(p, default=None)
     add_common(p)
     p.set_defaults(handler=handle)
@@ -33,7 +36,8 @@ def add_parser(verbs) -> None:
 def handle(args: argparse.Namespace) -> int:
     saved = calibrate_saved(args.model, args.language, read_lines(args.file), out=args.out,
                             encoder=args.encoder, cache_dir=args.cache_dir,
-                            batch_size=args.batch_size)
+                            batch_size=args.batch_size,
+                            check_language=not args.skip_language_check)
     done = saved.disentangler.metadata_["calibrated"]
     print(f"calibrated {saved.disentangler.name}: {done} -> {saved.path}")  # noqa: T201
     return 0

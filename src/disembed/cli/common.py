@@ -219,8 +219,9 @@ def _spool(source, label: str) -> str:
 def input_files(text: str) -> str:
     """One input file (as :func:`input_file`), or several: a comma-separated list and/or
     shell globs (quoted), plain or ``.gz``; each is checked to exist."""
-    if text == "-" or not (any(ch in text for ch in ",*?[") or text.endswith(".gz")):
-        return input_file(text)
+    if text == "-" or Path(text).is_file() and not text.endswith(".gz") or \
+            not (any(ch in text for ch in ",*?[") or text.endswith(".gz")):
+        return input_file(text)  # an existing file is read literally, never as a pattern
 
     try:
         expand_inputs(text)

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from ..data.io import read_lines
 from ..exceptions import ConfigError, DataError
+from ..util.text import is_blank
 from .common import (
     add_common,
     add_encoder,
@@ -54,11 +55,11 @@ def handle(args: argparse.Namespace) -> int:
     check_not_inputs(args.out, {"INPUT": args.input})
     texts_path = sentences_path(args.out, args.input)
     lines = read_lines(args.input)
-    empty = [i + 1 for i, line in enumerate(lines) if not line.strip()]
+    empty = [i + 1 for i, line in enumerate(lines) if is_blank(line)]
     if empty and not args.skip_bad_lines:
         raise DataError(f"{args.input}:{empty[0]}: empty line ({len(empty)} in all); remove "
                         "them or pass --skip-bad-lines")
-    texts = [line for line in lines if line.strip()]
+    texts = [line for line in lines if not is_blank(line)]
     encoder = encoder_from_args(args)
     encoder.encode_to_file(texts, args.out, batch_size=args.batch_size, texts_path=texts_path)
     s = encoder.stats

@@ -6,6 +6,7 @@ import argparse
 
 from ..data.io import read_lines
 from ..mining import SCORE_KINDS, score_tsv
+from ..util.text import is_blank
 from .common import (
     add_common,
     add_encoder,
@@ -46,7 +47,7 @@ def add_parser(verbs) -> None:
 def handle(args: argparse.Namespace) -> int:
     check_not_inputs(args.out, {"PAIRS": args.pairs, "--src-pool": args.src_pool,
                                 "--tgt-pool": args.tgt_pool})
-    pools = [[t for t in read_lines(f) if t.strip()] if f else None
+    pools = [[t for t in read_lines(f) if not is_blank(t)] if f else None
              for f in (args.src_pool, args.tgt_pool)]
     n = score_tsv(args.pairs, encoder_from_args(args), args.out, src_col=args.src_col,
                   tgt_col=args.tgt_col, kind=args.score, k=args.k, src_pool=pools[0],

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..exceptions import DataError
+from ..util.text import is_blank
 from .io import read_lines
 from .paths import resolve_data_dir
 
@@ -32,7 +33,7 @@ def _pool(path: Path) -> tuple[list[str], list[str]]:
     ids, texts = [], []
     for lineno, line in enumerate(read_lines(path), start=1):
         ident, tab, text = line.partition("\t")
-        if not tab or not text.strip():
+        if not tab or is_blank(text):
             raise DataError(f"{path}:{lineno}: expected 'id<TAB>sentence', got {line[:60]!r}")
         ids.append(ident)
         texts.append(text)

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Sequence
 
 from ..exceptions import DataError
+from ..util.text import bare_carriage_return, is_blank
 
 logger = logging.getLogger(__name__)
 
@@ -102,10 +103,28 @@ def _read_lines(path: Path) -> list[str]:
         ) from None
     if text.startswith("\ufeff"):
         text = text[1:]
+    _check_line_ends(path, text)
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
     return [line[:-1] if line.endswith("\r") else line for line in lines]
+
+
+def _check_line_ends(path: Path, text: str) -> None:
+    """Lines end in LF or CRLF; a carriage return (CR) anywhere else is an error naming its
+    line (a CR-only file, classic Mac OS, would otherwise be read as one long sentence)."""
+    at = bare_carriage_return(text)
+    if at < 0:
+        return
+    line = text.count("\n", 0, at) + 1
+    if "\n" not in text:
+        raise DataError(f"{path} ends its lines with a carriage return (CR) only (classic Mac "
+                        "OS), so it would be read as one line; disembed reads LF or CRLF line "
+                        f"ends: convert it first, e.g. tr '\\r' '\\n' < {path} > "
+                        f"{Path(path).stem}.lf{Path(path).suffix}")
+    raise DataError(f"{path}:{line}: a carriage return (CR) inside the line (lines end in LF "
+                    "or CRLF); remove it or make it a line end, e.g. tr '\\r' '\\n' for a file "
+                    "of CR line ends")
 
 
 def read_tsv(
@@ -147,7 +166,7 @@ def read_tsv(
         if len(cells) != len(header):
             problem = f"{path}:{lineno}: has {len(cells)} fields, the header has {len(header)}"
         else:
-            empty = [c for c in required if not cells[index[c]].strip()]
+            empty = [c for c in required if is_blank(cells[index[c]])]
             if empty:
                 problem = f"{path}:{lineno}: empty sentence in column(s) {empty}"
         if problem:
@@ -176,8 +195,8 @@ def read_aligned(
     report = ReadReport(f"{source} + {target}")
     keep_src, keep_tgt = [], []
     for lineno, (s, t) in enumerate(zip(src, tgt, strict=True), start=1):
-        if not s.strip() or not t.strip():
-            which = source if not s.strip() else target
+        if is_blank(s) or is_blank(t):
+            which = source if is_blank(s) else target
             problem = f"{which}:{lineno}: empty sentence"
             if not skip_bad:
                 raise DataError(problem + "; fix the line or pass skip_bad=True / --skip-bad-lines")

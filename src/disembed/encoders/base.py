@@ -14,7 +14,7 @@ from typing import Protocol, Sequence, runtime_checkable
 import numpy as np
 
 from ..exceptions import ConfigError, DataError, NonFiniteError, ShapeError
-from ..util.text import normalize_text
+from ..util.text import is_blank, lone_surrogate, normalize_text
 
 
 @dataclass(frozen=True)
@@ -71,12 +71,18 @@ def check_texts(texts: Sequence[str], source: str = "input") -> list[str]:
     for i, t in enumerate(out):
         if not isinstance(t, str):
             raise DataError(f"{source}: item {i} is {type(t).__name__}, expected str")
+        at = lone_surrogate(t)
+        if at >= 0:
+            raise DataError(f"{source}: sentence {i} holds a lone surrogate "
+                            f"(U+{ord(t[at]):04X}) at character {at}: not valid Unicode text "
+                            "(it cannot be written as UTF-8); pass well-formed text (decode "
+                            "bytes with errors='strict' or 'replace', not 'surrogateescape')")
         out[i] = t = normalize_text(t)
-        if not t.strip():
+        if is_blank(t):
             raise DataError(
                 f"{source}: sentence {i} is empty or whitespace only (control characters "
-                "count as spaces); remove it or ask for counted skips (skip_empty=True / "
-                "--skip-bad-lines)"
+                "count as spaces, invisible ones such as zero-width spaces as nothing); remove "
+                "it or ask for counted skips (skip_empty=True / --skip-bad-lines)"
             )
     return out
 

@@ -45,7 +45,14 @@ from typing import Any, ClassVar, Sequence
 import numpy as np
 
 from ..data.languages import normalize_language, normalize_tag
-from ..exceptions import CheckpointError, ConfigError, NonFiniteError, NotFittedError, ShapeError
+from ..exceptions import (
+    CheckpointError,
+    ConfigError,
+    DataError,
+    NonFiniteError,
+    NotFittedError,
+    ShapeError,
+)
 from ..util.constraints import Constraint, validate_params
 from ..util.files import AtomicFile, commit_together, finish_pending
 from .export_map import GLOBAL_ROUTE, MeaningMap
@@ -337,10 +344,17 @@ class Disentangler(ABC):
             return "mixture" if policy == "nearest" else "error"
         return GLOBAL_ROUTE
 
-    def calibrate(self, X: np.ndarray, language: str) -> "Disentangler":
+    def calibrate(self, X: np.ndarray, language: str, *,
+                  check_language: bool = True) -> "Disentangler":
         """Add language ``language`` from raw embeddings ``X (n, d)`` of unlabeled sentences
         of it: the recipe's route for it (:meth:`_calibrate`, e.g. its mean) and the
-        language identifier's class. Returns ``self``."""
+        language identifier's class. Returns ``self``.
+
+        Calibrating a language the model already knows replaces what training fitted for
+        it, so the sentences must be of that language: with ``check_language`` (the
+        default) the language identifier must find at least half of them to be
+        ``language``, else a :class:`~disembed.exceptions.DataError` says what they look
+        like (German given Chinese text no longer replaces the German mean)."""
         X = self._check(X)
         code = normalize_language(language)
         if not self.uses_language:
@@ -348,11 +362,35 @@ class Disentangler(ABC):
                               " its meaning is the same for every language")
         if len(X) < 2:
             raise ConfigError(f"calibrate needs at least 2 sentences of {code!r}, got {len(X)}")
+        if code in self.known_languages():
+            self._check_replacement(X, code, check_language)
         self._calibrate(X, code)
         if getattr(self, "language_id_", None) is not None:
             self.language_id_.add_language(code, X)
         logger.info("%s: calibrated %r from %d sentences", self.name, code, len(X))
         return self
+
+    def _check_replacement(self, X: np.ndarray, code: str, check: bool) -> None:
+        """Sentences that replace a known language's statistics must be of it (see
+        :meth:`calibrate`)."""
+        lid = getattr(self, "language_id_", None)
+        if not check or lid is None:
+            logger.warning("%s: calibrating %r replaces what training fitted for it%s",
+                           self.name, code, "" if check else " (language check skipped)")
+            return
+        pred = lid.predict(X)
+        share = float(np.mean(pred.codes.astype(str) == code))
+        if share < 0.5:
+            found = ", ".join(f"{k}: {v}" for k, v in sorted(pred.summary().items(),
+                                                            key=lambda kv: -kv[1]))
+            raise DataError(
+                f"{self.name} knows {code!r} from training, and calibrating it would replace "
+                f"that; but its language identifier finds only {share:.0%} of these "
+                f"{len(X)} sentences to be {code!r} ({found}). Give sentences of {code!r}, "
+                "or (if they are) skip this check (check_language=False / "
+                "--skip-language-check)")
+        logger.warning("%s: calibrating %r replaces what training fitted for it (%.0f%% of "
+                       "the sentences identified as %r)", self.name, code, 100 * share, code)
 
     def _calibrate(self, X: np.ndarray, code: str) -> None:
         """Give language ``code`` a route from its raw embeddings ``X (n, d)``."""

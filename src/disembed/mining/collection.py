@@ -22,6 +22,7 @@ import numpy as np
 
 from ..data.io import ReadReport, check_utf8_file
 from ..exceptions import ConfigError, DataError
+from ..util.text import is_blank
 
 logger = logging.getLogger(__name__)
 
@@ -45,7 +46,11 @@ def _parse(raw: bytes, fmt: str, where: str) -> tuple[str, str]:
     except UnicodeDecodeError:
         raise DataError(f"{where}: bytes are not valid UTF-8; re-encode the file as UTF-8 "
                         "(e.g. iconv -f LATIN1 -t UTF-8)") from None
-    line = line.rstrip("\r").lstrip("\ufeff")
+    line = line.removesuffix("\r").lstrip("\ufeff")
+    if "\r" in line:  # a CR-only file is one such "line": never one long sentence
+        raise DataError(f"{where}: a carriage return (CR) inside the line (lines end in LF "
+                        "or CRLF; a file of CR-only line ends, classic Mac OS, converts with "
+                        "tr '\\r' '\\n')")
     if fmt == "tsv":
         ident, tab, text = line.partition("\t")
         if not tab:
@@ -57,8 +62,12 @@ def _parse(raw: bytes, fmt: str, where: str) -> tuple[str, str]:
                             "pass --skip-bad-lines to skip such lines)")
     else:
         ident, text = "", line
-    if not text.strip():
-        raise DataError(f"{where}: empty sentence")
+        if "\t" in text:  # it would come back as extra fields of the output TSV
+            raise DataError(f"{where}: holds a tab, but the file is read as one sentence per "
+                            "line (its first line has no tab, or --format text); if it is "
+                            "'id<TAB>sentence', pass --format tsv, else remove the tabs")
+    if is_blank(text):
+        raise DataError(f"{where}: empty sentence (or only invisible characters)")
     return ident, text
 
 

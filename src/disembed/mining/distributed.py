@@ -46,7 +46,7 @@ import numpy as np
 
 from ..encoders import load_encoder
 from ..encoders.cached import cached
-from ..exceptions import ConfigError, DataError, require
+from ..exceptions import ConfigError, DataError, NonFiniteError, require
 from ..retrieval.knn import normalize_rows
 from ..retrieval.margin import candidates, select
 from ..saved_model import SavedModel
@@ -196,7 +196,7 @@ def mine_distributed(src, tgt, encoder_spec: str, *, run_dir: str | Path,
         job = ShardJob(executor, run_dir, bar)
         cols, paths = [], []
         for side, spec, lang in (("src", src, src_lang), ("tgt", tgt, tgt_lang)):
-            col = open_collection(*gather_inputs(spec, run_dir, side, format), skip_bad,
+            col = open_collection(*gather_inputs(spec, run_dir, side, format, skip_bad), skip_bad,
                                   "source" if side == "src" else "target")
             key = _shard_key(col, encoder, model_dir, lang, shard_rows)
             calls = [(str(col.path), col.format, col.offsets[a:b], encoder,
@@ -233,8 +233,13 @@ def slice_shard(path: str, start: int, stop: int, out: str) -> str:
     """Rows ``start:stop`` of the ``.npy`` matrix at ``path``, L2-normalised, into ``out``."""
     if Path(out).exists():
         return out
-    rows = np.load(path, mmap_mode="r")[start:stop]
-    save_npy(out, normalize_rows(np.asarray(rows, dtype=np.float32)))
+    rows = np.asarray(np.load(path, mmap_mode="r")[start:stop], dtype=np.float32)
+    finite = np.isfinite(rows).all(axis=1)
+    if not finite.all():  # a NaN similarity is never a neighbour: pairs would silently vanish
+        raise NonFiniteError(f"{path} row {start + int(np.argmin(finite))} holds NaN or "
+                             "infinite values; every embedding must be finite: drop or "
+                             "re-encode those rows")
+    save_npy(out, normalize_rows(rows))
     return out
 
 

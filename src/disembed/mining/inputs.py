@@ -20,7 +20,7 @@ from typing import Sequence
 
 from ..exceptions import DataError
 from ..util.files import AtomicFile
-from .collection import _detect_bytes
+from .collection import _detect_bytes, _parse
 
 logger = logging.getLogger(__name__)
 
@@ -28,11 +28,19 @@ logger = logging.getLogger(__name__)
 def expand_inputs(spec: str | Path | Sequence[str | Path]) -> list[Path]:
     """Paths from a path, a comma-separated list, shell globs (``'de-*.txt.gz'``) or a
     sequence of those, in the order given (each glob sorted); an entry that matches no file
-    is an error naming it."""
+    is an error naming it. A name that is an existing file is that file, read literally
+    (``data[1].txt`` is not the glob matching ``data1.txt``, ``a,b.txt`` is not two files),
+    as every other verb reads its inputs."""
     items = [spec] if isinstance(spec, (str, Path)) else list(spec)
     paths: list[Path] = []
     for item in items:
+        if Path(item).is_file():
+            paths.append(Path(item))
+            continue
         for part in str(item).split(",") if isinstance(item, str) else [str(item)]:
+            if Path(part).is_file():
+                paths.append(Path(part))
+                continue
             if not part:
                 continue
             if any(ch in part for ch in "*?["):
@@ -55,8 +63,10 @@ def _open(path: Path):
 
 
 def gather_inputs(spec: str | Path | Sequence[str | Path], run_dir: str | Path, side: str,
-                  format: str = "auto") -> tuple[Path, str]:
-    """One file holding every sentence of ``spec`` and its format (see module docstring)."""
+                  format: str = "auto", skip_bad: bool = False) -> tuple[Path, str]:
+    """One file holding every sentence of ``spec`` and its format (see module docstring).
+    A ``text`` line that its ``id<TAB>`` prefix would make malformed (it holds a tab or a
+    carriage return) is an error naming its file and line, or skipped with ``skip_bad``."""
     paths = expand_inputs(spec)
     if len(paths) == 1 and paths[0].suffix != ".gz":
         return paths[0], format
@@ -66,7 +76,7 @@ def gather_inputs(spec: str | Path | Sequence[str | Path], run_dir: str | Path, 
     with AtomicFile(out) as dst:
         for path in paths:
             try:
-                lines += _copy(path, dst, format)
+                lines += _copy(path, dst, format, skip_bad)
             except (OSError, EOFError) as exc:  # gzip.BadGzipFile is an OSError
                 raise DataError(f"{path}: cannot be read as gzip ({exc}); is it a complete "
                                 ".gz file?" if path.suffix == ".gz" else
@@ -75,7 +85,7 @@ def gather_inputs(spec: str | Path | Sequence[str | Path], run_dir: str | Path, 
     return out, "tsv"
 
 
-def _copy(path: Path, dst: AtomicFile, format: str) -> int:
+def _copy(path: Path, dst: AtomicFile, format: str, skip_bad: bool = False) -> int:
     """Append ``path``'s lines to ``dst`` as ``id<TAB>sentence``; returns the line count."""
     lines = 0
     with _open(path) as src:
@@ -83,8 +93,17 @@ def _copy(path: Path, dst: AtomicFile, format: str) -> int:
         fmt = _detect_bytes(first) if format == "auto" else format
         name = path.name.removesuffix(".gz")
         for lineno, raw in enumerate(_chain(first, src), start=1):
-            raw = raw.rstrip(b"\n").rstrip(b"\r")
+            raw = raw.rstrip(b"\n").removesuffix(b"\r")
             if fmt == "text":
+                if b"\t" in raw or b"\r" in raw:
+                    try:
+                        _parse(raw, "text", f"{path}:{lineno}")
+                    except DataError as exc:
+                        if not skip_bad:
+                            raise DataError(f"{exc}; fix the line or pass --skip-bad-lines"
+                                            ) from None
+                        logger.warning("skipped %s", exc)
+                        continue
                 raw = f"{name}:{lineno}\t".encode() + raw
             dst.write(raw + b"\n")
             lines += 1

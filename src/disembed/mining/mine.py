@@ -151,8 +151,9 @@ def mine_files(src: str | Path | Sequence[str | Path], tgt: str | Path | Sequenc
     t0 = time.perf_counter()
     # checked before the run folder is made (a single file is read in place; several, or
     # gzip, are gathered into the run folder first)
-    cols = [open_collection(*gather_inputs(src, run_dir, "src", format), skip_bad, "source"),
-            open_collection(*gather_inputs(tgt, run_dir, "tgt", format), skip_bad, "target")]
+    cols = [open_collection(*gather_inputs(side, run_dir, name, format, skip_bad), skip_bad,
+                            role) for side, name, role in ((src, "src", "source"),
+                                                           (tgt, "tgt", "target"))]
     with folder_lock(run_dir):  # one writer per run folder (a second run waits)
         mats = _embed_both(cols, ("src", "tgt"), (src_lang, tgt_lang), encoder, Path(run_dir),
                            model, chunk=cfg.chunk, batch_size=batch_size)

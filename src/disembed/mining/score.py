@@ -19,7 +19,7 @@ from ..encoders import Encoder
 from ..exceptions import ConfigError, DataError, ShapeError
 from ..retrieval.knn import normalize_rows
 from ..retrieval.margin import margin
-from ..retrieval.search import search
+from ..retrieval.search import check_finite, search
 from ..util.files import atomic_write_bytes
 
 logger = logging.getLogger(__name__)
@@ -36,6 +36,7 @@ def score_embeddings(src: np.ndarray, tgt: np.ndarray, kind: str = "cosine", *, 
     if src.shape != tgt.shape:
         raise ShapeError(f"src and tgt must be aligned (p, d) matrices, got {src.shape} and "
                          f"{tgt.shape}")
+    check_finite(src=src, tgt=tgt, src_pool=src_pool, tgt_pool=tgt_pool)
     cos = np.einsum("pd,pd->p", src.astype(np.float64), tgt.astype(np.float64))
     if kind == "cosine":
         return cos

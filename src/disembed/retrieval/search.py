@@ -17,7 +17,7 @@ import time
 
 import numpy as np
 
-from ..exceptions import ConfigError
+from ..exceptions import ConfigError, NonFiniteError
 from .approximate import ApproximateOptions, approximate_both, approximate_knn
 from .auto import measured_both, measured_one
 from .faiss_backend import FaissOptions, faiss_knn
@@ -78,9 +78,33 @@ def check_backend(backend: str) -> str:
     return backend
 
 
+def check_finite(**matrices: np.ndarray) -> None:
+    """Every row of each named ``(n, d)`` matrix is finite, else a
+    :class:`~disembed.exceptions.NonFiniteError` naming the matrix and its first bad row. A
+    NaN similarity is never a neighbour, so one NaN row silently emptied a mining result.
+    Checked block by block (memory-mapped matrices stay on disk)."""
+    for name, X in matrices.items():
+        if X is None:
+            continue
+        for r0 in range(0, len(X), _FINITE_BLOCK):
+            ok = np.isfinite(np.asarray(X[r0:r0 + _FINITE_BLOCK])).reshape(
+                min(_FINITE_BLOCK, len(X) - r0), -1).all(axis=1)
+            if not ok.all():
+                bad = r0 + int(np.argmin(ok))
+                raise NonFiniteError(
+                    f"{name} row {bad} holds NaN or infinite values ({int((~ok).sum())} such "
+                    f"row(s) among rows {r0}-{r0 + len(ok) - 1}); every embedding must be "
+                    "finite: drop or re-encode those rows")
+
+
+_FINITE_BLOCK = 65536
+
+
 def search(queries: np.ndarray, database: np.ndarray, k: int = 4, backend: str = "exact",
            **options) -> tuple[np.ndarray, np.ndarray]:
-    """k-NN by inner product: ``D (nq, k) float32``, ``I (nq, k) int64``."""
+    """k-NN by inner product: ``D (nq, k) float32``, ``I (nq, k) int64``; every row must be
+    finite (:func:`check_finite`)."""
+    check_finite(queries=queries, database=database)
     backend = resolve_backend(backend, len(queries), len(database))
     if backend == "auto":
 
@@ -112,6 +136,7 @@ def search_both(x: np.ndarray, y: np.ndarray, k: int = 4, backend: str = "exact"
 def search_both_using(x: np.ndarray, y: np.ndarray, k: int = 4, backend: str = "exact",
                       **options) -> tuple[tuple[np.ndarray, ...], str]:
     """:func:`search_both` and the backend that ran (what ``auto`` chose)."""
+    check_finite(x=x, y=y)
     backend = resolve_backend(backend, len(x), len(y))
     t0 = time.perf_counter()
     if backend == "auto":

@@ -48,3 +48,37 @@ def normalize_text(text: str) -> str:
 def slug(text: str, max_length: int = 60) -> str:
     """``text`` as a file-name-safe slug: runs of other characters become ``_``."""
     return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_")[:max_length]
+
+
+#: characters that show nothing: Unicode's format characters (category Cf: zero-width
+#: space, joiners, word joiner, the byte-order mark, directional marks ...)
+_INVISIBLE = "Cf"
+
+
+def is_blank(text: str) -> bool:
+    """Whether ``text`` holds nothing to embed: only whitespace and invisible format
+    characters (a line of zero-width spaces is as empty as an empty line)."""
+    import unicodedata
+
+    return all(ch.isspace() or unicodedata.category(ch) == _INVISIBLE for ch in text)
+
+
+def lone_surrogate(text: str) -> int:
+    """The index of the first lone surrogate (``U+D800``-``U+DFFF``) in ``text``, or -1: a
+    Python string can hold one (from JSON escapes, ``surrogateescape``), but it is no text
+    and cannot be written as UTF-8."""
+    for i, ch in enumerate(text):
+        if "\ud800" <= ch <= "\udfff":
+            return i
+    return -1
+
+
+def bare_carriage_return(text: str) -> int:
+    """The index of the first carriage return (CR) in ``text`` that does not end a line
+    (CRLF's CR does), or -1."""
+    at = text.find("\r")
+    while at >= 0:
+        if text[at + 1:at + 2] != "\n":
+            return at
+        at = text.find("\r", at + 1)
+    return -1

@@ -276,6 +276,25 @@ def test_export_will_not_overwrite_without_being_asked(trained, tmp_path):
         export_model(root / "seed", tmp_path / "taken")
 
 
+def test_every_file_of_an_export_has_plain_permissions(trained, tmp_path):
+    """safetensors wrote model.safetensors 0600 beside 0644 files (issue 33): a shared
+    export was then unreadable to the other users who could read the rest."""
+    import os
+    import stat
+
+    root, _ = trained
+    old = os.umask(0o022)
+    try:
+        export_model(root / "seed-centered", tmp_path / "exp")
+    finally:
+        os.umask(old)
+    modes = {p.relative_to(tmp_path).as_posix(): stat.S_IMODE(p.stat().st_mode)
+             for p in [tmp_path / "exp", *(tmp_path / "exp").rglob("*")]}
+    assert any(name.endswith("model.safetensors") for name in modes)
+    assert {n: m for n, m in modes.items()
+            if m != (0o755 if (tmp_path / n).is_dir() else 0o644)} == {}
+
+
 @pytest.mark.slow
 def test_real_e5_export_matches_disembed_on_real_sentences(tmp_path):
     """e5-small (torch backend, float32) + SEED and mean-centering on Tatoeba pairs: plain

@@ -30,7 +30,12 @@ from ..data.languages import normalize_language, to_iso3, valid_language_subtags
 from ..exceptions import ConfigError, DisembedError, require
 from ..methods import MeaningMap
 from ..saved_model import SavedModel
-from ..util.files import atomic_write_text, remove_stale_temps, replace_folder
+from ..util.files import (
+    atomic_write_text,
+    plain_permissions,
+    remove_stale_temps,
+    replace_folder,
+)
 from ..util.jsonsafe import dumps_json
 from ..util.manifest import check_replaceable, write_manifest
 from ..util.overlap import Endpoint, check_outputs
@@ -129,6 +134,7 @@ def export_model(model_dir: str | os.PathLike, out_dir: str | os.PathLike, *,
         card = model_card(info, base.description, read_scores(model_dir, scores))
         atomic_write_text(folder / "README.md", card)
         write_manifest(folder, "disembed export")
+        plain_permissions(folder)  # safetensors writes 0600 where the rest is 0644
         replace_folder(folder, out_dir)  # the old export ends in the work folder
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -389,6 +389,21 @@ def replace_folder(new: str | os.PathLike, target: str | os.PathLike) -> None:
     _fsync_dir(target.parent)
 
 
+def plain_permissions(folder: str | os.PathLike) -> None:
+    """Give every file and folder under ``folder`` the permissions a plain ``open`` /
+    ``mkdir`` would (``0666`` / ``0777`` less the umask): writers that go through temporary
+    files (``mkstemp``, ``mkdtemp``, safetensors) leave ``0600`` / ``0700`` behind, which
+    makes one file of a shared folder unreadable to the others who read the rest."""
+    for path in [Path(folder), *Path(folder).rglob("*")]:
+        if path.is_symlink():
+            continue
+        mode = 0o777 if path.is_dir() else 0o666
+        try:
+            os.chmod(path, mode & ~_UMASK)
+        except OSError as exc:
+            raise _name_os_error(exc, path) from None
+
+
 def atomic_write_bytes(path: str | os.PathLike, chunks: Iterable[bytes]) -> Path:
     """Write ``chunks`` to ``path`` so readers see either the old file or the whole new one
     (see :class:`AtomicFile`); on any error ``path`` is untouched."""

@@ -153,3 +153,62 @@ def test_an_old_model_without_an_identity_opens_with_a_warning(tmp_path, caplog)
         encoder = SavedModel.load(path).encoder
     assert encoder.identity == HashEncoder(16).identity
     assert "records no encoder identity" in caplog.text
+
+
+# --- issue 33: what a model folder names is checked before anything is loaded ----------------
+
+@pytest.fixture(scope="module")
+def tiny_st(tmp_path_factory):
+    pytest.importorskip("sentence_transformers")
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parent / "serving"))
+    from test_export import build_tiny_bert
+
+    from disembed import load_encoder
+
+    folder = build_tiny_bert(tmp_path_factory.mktemp("tiny") / "bert")
+    return folder, load_encoder(f"st:{folder}", pooling="mean")
+
+
+@pytest.fixture
+def loads(monkeypatch):
+    """Every model name the st: backend is asked to load, and with local files only or not."""
+    import disembed.encoders.st_encoder as st_encoder
+
+    seen, real = [], st_encoder._load_model
+
+    def spy(st, model, *args):
+        seen.append((model, args[-1]))
+        return real(st, model, *args)
+
+    monkeypatch.setattr(st_encoder, "_load_model", spy)
+    return seen
+
+
+def test_a_recorded_spec_that_is_not_the_recorded_encoder_is_never_loaded(tiny_st, tmp_path,
+                                                                          loads):
+    """A config naming another model (a hub name: a download) beside the identity of the
+    one it was trained on: only the recorded model is loaded, from local files."""
+    folder, enc = tiny_st
+    path = _save(tmp_path, enc, encoder=enc.identity.to_dict(),
+                 encoder_spec="st:someone/another-model")
+    assert SavedModel.load(path).encoder.identity == enc.identity
+    assert [m for m, _ in loads] == [str(folder)] and all(offline for _, offline in loads)
+
+
+def test_a_saved_model_never_makes_disembed_download_its_encoder(tmp_path, loads):
+    """The identity (or, for an older model, the spec) names a hub model not on this
+    machine: a clear error, and nothing was fetched (every load asked for local files)."""
+    pytest.importorskip("sentence_transformers")
+    name = "disembed-tests/no-such-model-in-any-cache"
+    identity = EncoderIdentity(backend="st", model=name, revision=f"hub:{name}", dim=16)
+    cases = [{"encoder": identity.to_dict(), "encoder_spec": f"st:{name}"},
+             {"encoder": identity.to_dict()}, {"encoder_spec": f"st:{name}"}]
+    for i, metadata in enumerate(cases):
+        path = _save(tmp_path / str(i), HashEncoder(16), **metadata)
+        with pytest.raises(ConfigError, match="not in the local Hugging Face cache, and "
+                                              "disembed never downloads"):
+            _ = SavedModel.load(path).encoder
+    assert len(loads) >= 3 and all(m == name and offline for m, offline in loads)

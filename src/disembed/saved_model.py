@@ -51,6 +51,7 @@ from .encoders import (
     identity_from_dict,
     load_encoder,
     rebuild_encoder,
+    recorded_options,
 )
 from .encoders.cached import cached
 from .exceptions import (
@@ -170,7 +171,10 @@ class SavedModel:
                            "opened with %s as it resolves on this machine, whose backend or "
                            "precision may differ from the ones it was trained with; re-save "
                            "it with 'disembed train' to pin them", self.path, spec)
-            return load_encoder(spec, **self.encoder_options), spec, dict(self.encoder_options)
+            options = dict(self.encoder_options)
+            if not self.requested_encoder:  # what a model folder names: never a download
+                options.update(recorded_options(spec))
+            return load_encoder(spec, **options), spec, options
         if self.requested_encoder:
             encoder = load_encoder(self.requested_encoder, **self.encoder_options)
             if encoder.identity.to_dict() == saved.to_dict():
@@ -186,6 +190,7 @@ class SavedModel:
         """The recorded encoder, or its backend's stand-in where it cannot run here."""
         backend = encoder_backend(saved)
         spec, options = backend.spec_of(saved)
+        options.update(backend.recorded_options())  # from local files: never a download
         try:
             return rebuild_encoder(saved), spec, options
         except MissingDependencyError as exc:

@@ -41,11 +41,23 @@ ENCODERS: Registry[Callable[..., Encoder]] = Registry("encoder")
 BACKENDS: Registry[type[EncoderPlugin]] = Registry("encoder backend")
 
 
+#: spec name -> the class of the backend it builds (what loading it as recorded takes)
+SPEC_CLASSES: dict[str, type[EncoderPlugin]] = {}
+
+
 def register(name: str, cls: type[EncoderPlugin], factory: Callable[..., Encoder]) -> None:
     """Register spec ``name`` (built by ``factory(argument, **options)``) of backend ``cls``."""
     ENCODERS.add(name, factory)
+    SPEC_CLASSES[name] = cls
     if cls.backend not in BACKENDS:
         BACKENDS.add(cls.backend, cls)
+
+
+def recorded_options(spec: str) -> dict[str, Any]:
+    """The options that load ``spec`` as a saved model names it: from local files only,
+    never a download (:meth:`EncoderPlugin.recorded_options` of the spec's backend)."""
+    cls = SPEC_CLASSES.get(spec.partition(":")[0])
+    return cls.recorded_options() if cls is not None else {}
 
 DEFAULT_ENCODER = "e5-small"
 
@@ -121,5 +133,6 @@ def rebuild_encoder(identity: EncoderIdentity) -> Encoder:
 
 
 __all__ = ["BACKENDS", "DEFAULT_ENCODER", "ENCODERS", "Encoder", "EncoderIdentity",
-           "EncoderPlugin", "ExportedBase", "HashEncoder", "check_texts", "encoder_backend",
+           "EncoderPlugin", "ExportedBase", "HashEncoder", "check_texts", "recorded_options",
+           "encoder_backend",
            "identity_from_dict", "load_encoder", "rebuild_encoder", "register"]

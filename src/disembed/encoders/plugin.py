@@ -98,6 +98,12 @@ class EncoderPlugin:
             "has no sentence-transformers form; serve it with 'disembed serve --model DIR'")
 
     @classmethod
+    def recorded_options(cls) -> dict[str, Any]:
+        """Options for loading the encoder a saved model records, as :meth:`spec_of`'s
+        are added to (a backend that can download overrides this: local files only)."""
+        return {}
+
+    @classmethod
     def interchangeable(cls, saved: EncoderIdentity, here: EncoderIdentity) -> str | None:
         """Why ``here`` may stand in for ``saved`` though they differ (a note to log), or
         ``None`` when it may not. By default only an equal identity is the same encoder.

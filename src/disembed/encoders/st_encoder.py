@@ -106,18 +106,35 @@ def _check_model_name(model: str) -> None:
 
 
 def _load_model(st, model: str, pooling: str | None, normalize: bool, max_length: int | None,
-                device: str):
-    """The SentenceTransformer and its pooling (``"__saved__"``: read it from the model)."""
+                device: str, local_files_only: bool = False):
+    """The SentenceTransformer and its pooling (``"__saved__"``: read it from the model);
+    ``local_files_only``: from a local folder or the local Hugging Face cache, never a
+    download."""
     is_st_folder = os.path.isfile(os.path.join(model, "modules.json"))
+    offline = {"local_files_only": True} if local_files_only else {}
     if is_st_folder and pooling is None:
-        return st.SentenceTransformer(model, device=device), "__saved__"
+        return st.SentenceTransformer(model, device=device, **offline), "__saved__"
     pooling = pooling or "mean"
     Transformer, Pooling, Normalize = _st_modules()
-    transformer = Transformer(model, max_seq_length=max_length)
+    transformer = Transformer(model, max_seq_length=max_length, **_offline_kwargs(
+        Transformer, offline))
     width = _call_first(transformer, "get_embedding_dimension", "get_word_embedding_dimension")
     pool = Pooling(width, pooling_mode=pooling)
     modules = [transformer, pool] + ([Normalize()] if normalize else [])
-    return st.SentenceTransformer(modules=modules, device=device), pooling
+    return st.SentenceTransformer(modules=modules, device=device, **offline), pooling
+
+
+def _offline_kwargs(transformer_cls, offline: dict) -> dict:
+    """``local_files_only`` for the model, tokenizer and config of a ``Transformer`` module,
+    under the keyword names of this sentence-transformers version."""
+    if not offline:
+        return {}
+    import inspect
+
+    params = inspect.signature(transformer_cls.__init__).parameters
+    names = (("model_kwargs", "processor_kwargs", "config_kwargs") if "model_kwargs" in params
+             else ("model_args", "tokenizer_args", "config_args"))
+    return {name: dict(offline) for name in names if name in params}
 
 
 class SentenceTransformerEncoder(EncoderPlugin):
@@ -146,11 +163,18 @@ class SentenceTransformerEncoder(EncoderPlugin):
         return f"st:{identity.model}", options
 
     @classmethod
+    def recorded_options(cls) -> dict:
+        """A saved model's encoder is loaded from local files only, never downloaded."""
+        return {"local_files_only": True}
+
+    @classmethod
     def rebuild(cls, identity: EncoderIdentity) -> "SentenceTransformerEncoder":
-        """The encoder ``identity`` names: the folder's own pooling first, then the recorded
-        one (a model trained with an explicit pooling on a saved folder)."""
+        """The encoder ``identity`` names (from local files only: a saved model never makes
+        disembed download): the folder's own pooling first, then the recorded one (a model
+        trained with an explicit pooling on a saved folder)."""
         spec, options = cls.spec_of(identity)
         options.pop("pooling", None)
+        options.update(cls.recorded_options())
         tries = [None, identity.pooling] if os.path.isdir(identity.model) else [identity.pooling]
         for pooling in dict.fromkeys(tries):
             encoder = cls(identity.model, pooling=pooling, **options)
@@ -188,6 +212,7 @@ class SentenceTransformerEncoder(EncoderPlugin):
         normalize: bool = True,
         max_length: int | None = None,
         device: str = "cpu",
+        local_files_only: bool = False,
     ) -> None:
         _check_model_name(model)
         st = require("sentence_transformers", "st", "The st: encoder backend")
@@ -200,9 +225,16 @@ class SentenceTransformerEncoder(EncoderPlugin):
         self.prefix = defaults.get("prefix", "") if prefix is None else prefix
         self.normalize = bool(normalize)
         try:
-            self._model, pooling = _load_model(st, model, pooling, normalize, max_length, device)
+            self._model, pooling = _load_model(st, model, pooling, normalize, max_length, device,
+                                               local_files_only)
         except (OSError, ValueError) as exc:  # transformers' "not found" / "no network"
             first = (str(exc).splitlines() or [""])[0][:300]
+            if local_files_only and not os.path.isdir(model):
+                raise ConfigError(
+                    f"st:{model} is not in the local Hugging Face cache, and disembed never "
+                    "downloads the encoder a saved model names; download it yourself (e.g. "
+                    f"huggingface-cli download {model}) or name it with --encoder st:{model}"
+                ) from None
             raise ConfigError(
                 f"st:{model}: the model could not be loaded ({type(exc).__name__}: {first}). "
                 "Give a local folder saved by sentence-transformers or transformers, or a hub "

@@ -258,7 +258,6 @@ def calibrate_saved(directory: str | Path, language: str, texts: Sequence[str], 
     are left out); a single string is refused, not read as its characters. The metadata
     records how many sentences calibrated which language; ``export`` and ``serve`` read the
     calibrated model like any other."""
-
     if isinstance(texts, (str, bytes)):
         raise DataError(f"calibrate_saved: texts must be a list of sentences, got a single "
                         f"{type(texts).__name__} ({texts[:40]!r}); wrap it in a list, and give "

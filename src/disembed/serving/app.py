@@ -44,7 +44,7 @@ from typing import Any
 
 import numpy as np
 
-from ..exceptions import require
+from ..exceptions import ConfigError, require
 from ..version import __version__
 from .batching import MicroBatcher
 from .metrics import ServiceMetrics
@@ -365,8 +365,6 @@ def bind(host: str = "127.0.0.1", port: int = 8000) -> socket.socket:
     model loads: a port in use is a clear error at once, not after minutes of loading, and
     no other process can take the port in between. Raises
     :class:`~disembed.exceptions.ConfigError`."""
-    from ..exceptions import ConfigError
-
     try:
         family, kind, proto, _, address = socket.getaddrinfo(
             host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]

@@ -303,7 +303,7 @@ ROWS = [
      "texttab.txt:2: holds a tab, but the file is read as one sentence per line"),
     ("mine-tab-in-gathered-text", "mine {texttab},{a} {t} --out {out}/m.tsv --encoder hash:8",
      2, "texttab.txt:2: holds a tab"),
-    ("calibrate-und", "calibrate {a} --model {model} --language und", 2, "und"),
+    ("calibrate-und", "calibrate {a} --model {model} --language und", 2, "'und'"),
     # serve options are checked before anything is loaded
     ("serve-max-batch-0", SERVE + " --max-batch 0", 2,
      "argument --max-batch: expected a positive integer, got '0'"),

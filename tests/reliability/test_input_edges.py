@@ -142,3 +142,22 @@ def test_calibrate_leaves_out_invisible_lines(env, tmp_path, capsys):
     saved = json.loads((out / "config.json").read_text())
     assert saved["metadata"]["calibrated"]["fr"] == {"sentences": 3}
     load_disentangler(out)
+
+
+# --- und: "no one language" wherever a language may be left to the model ----------------------
+
+@pytest.mark.parametrize("verb", ["mine", "search"])
+@pytest.mark.parametrize("code", ["und", "und-Latn", "mul"])
+def test_und_and_mul_leave_the_language_to_the_model_in_mine_and_search(verb, code, env,
+                                                                        tmp_path, capsys):
+    """``und`` was refused by ``mine`` and passed on by ``search`` (issue 33); both now mean
+    what leaving the option out means: the model identifies each sentence's language."""
+    outputs = []
+    for given in ([], ["--src-lang", code, "--tgt-lang", code]):
+        out = tmp_path / f"{verb}{len(given)}.tsv"
+        argv = env.argv(f"{verb} {{s}} {{t}} --model {{model}} --out {out} --run-dir "
+                        f"{tmp_path}/run{len(given)}", tmp_path) + given
+        code_, _, err = run_cli(argv, capsys)
+        assert code_ == 0, err
+        outputs.append(out.read_text())
+    assert outputs[0] == outputs[1]

@@ -22,7 +22,7 @@ from typing import Any, Callable, Literal, Sequence
 
 import numpy as np
 
-from ..data.languages import normalize_language
+from ..data.languages import normalize_tag
 from ..encoders import Encoder
 from ..exceptions import ConfigError, DataError
 from ..retrieval.margin import MARGINS, MODES, Margin, Mode, candidates, check_choice, select
@@ -123,6 +123,13 @@ def mine_embeddings(x: np.ndarray, y: np.ndarray, config: MineConfig | None = No
                  {"knn": t1 - t0, "margin": time.perf_counter() - t1}, k=k, backend=backend)
 
 
+def file_language(code: str | None) -> str | None:
+    """The canonical language of a whole file (``--src-lang``), or ``None``: none given, or
+    ``und`` / ``mul`` (no one language), which the model then identifies row by row, as in
+    the library and the service (:func:`~disembed.data.languages.normalize_tag`)."""
+    return normalize_tag(code)
+
+
 def meaning_transform(model, language: str) -> Callable[[np.ndarray], np.ndarray]:
     """``X (c, d) -> meaning (c, d')`` of a fitted disentangler for one language."""
     return lambda X: model.meaning(X, language)
@@ -135,7 +142,8 @@ def mine_files(src: str | Path | Sequence[str | Path], tgt: str | Path | Sequenc
                format: Format = "auto", skip_bad: bool = False, batch_size: int = 64,
                center: Literal["none", "corpus"] = "none") -> Mined:
     """Mine ``src`` x ``tgt`` and write the TSV ``out``; ``model`` switches to its meaning view
-    (``src_lang``/``tgt_lang`` ``None``: the model identifies each sentence's language).
+    (``src_lang``/``tgt_lang`` ``None``, ``und`` or ``mul``: the model identifies each
+    sentence's language).
     Each side is a file, or several (a sequence, a comma-separated list or globs), plain or
     ``.gz`` (:func:`~.inputs.gather_inputs`).
 
@@ -146,8 +154,7 @@ def mine_files(src: str | Path | Sequence[str | Path], tgt: str | Path | Sequenc
     if center not in ("none", "corpus"):
         raise ConfigError(f"center must be 'none' or 'corpus'; got {center!r}")
     # checked before anything is written (None: identified by the model, row by row)
-    src_lang, tgt_lang = (None if x is None else normalize_language(x)
-                          for x in (src_lang, tgt_lang))
+    src_lang, tgt_lang = file_language(src_lang), file_language(tgt_lang)
     t0 = time.perf_counter()
     # checked before the run folder is made (a single file is read in place; several, or
     # gzip, are gathered into the run folder first)
@@ -239,9 +246,8 @@ def search_files(queries: str | Path, database: str | Path, encoder: Encoder, ou
     """
     if k < 1:
         raise ConfigError(f"k must be >= 1 (neighbours per query), got {k}")
-    # checked before anything is read (None: identified by the model, row by row, as mine)
-    query_lang, db_lang = (None if x is None else normalize_language(x)
-                           for x in (query_lang, db_lang))
+    # checked before anything is read (None, und, mul: identified by the model, row by row)
+    query_lang, db_lang = file_language(query_lang), file_language(db_lang)
     cols = [open_collection(queries, format, skip_bad, "queries"),
             open_collection(database, format, skip_bad, "database")]
     with folder_lock(run_dir):  # one writer per run folder (a second run waits)

@@ -62,6 +62,7 @@ from .exceptions import (
     UnknownNameError,
 )
 from .methods import Disentangler, load_disentangler
+from .util.locks import folder_lock
 from .util.text import is_blank
 
 logger = logging.getLogger(__name__)
@@ -264,13 +265,17 @@ def calibrate_saved(directory: str | Path, language: str, texts: Sequence[str], 
                         "a few hundred sentences for a useful calibration")
     code = normalize_language(language)
     texts = [t for t in texts if not (isinstance(t, str) and is_blank(t))]
-    saved = SavedModel.load(directory, encoder)
-    X = cached(saved.encoder, cache_dir).encode(texts, batch_size=batch_size)
-    model = saved.disentangler.calibrate(X, code, check_language=check_language)
-    metadata = dict(getattr(model, "metadata_", {}) or {})
-    metadata["calibrated"] = {**metadata.get("calibrated", {}), code: {"sentences": len(texts)}}
     target = Path(out) if out is not None else Path(directory)
-    model.save(target, metadata=metadata)
+    # read, calibrate and write under the folder's lock: two calibrations of one model at
+    # once would each save the model as it read it, and one language would be lost
+    with folder_lock(target, "model folder"):
+        saved = SavedModel.load(directory, encoder)
+        X = cached(saved.encoder, cache_dir).encode(texts, batch_size=batch_size)
+        model = saved.disentangler.calibrate(X, code, check_language=check_language)
+        metadata = dict(getattr(model, "metadata_", {}) or {})
+        metadata["calibrated"] = {**metadata.get("calibrated", {}),
+                                  code: {"sentences": len(texts)}}
+        model.save(target, metadata=metadata)
     return SavedModel.load(target, encoder)
 
 

@@ -236,3 +236,37 @@ def test_two_trains_into_one_folder_take_turns(env, tmp_path):
     assert done.code == 2, done.stderr
     assert "still in use by another disembed process after 0.2 s" in done.stderr
     assert sorted(p.name for p in out.iterdir()) == [".disembed.lock"]
+
+
+# --- found by the issue-33 probe of new cases ------------------------------------------------
+
+def test_encode_refuses_a_sentences_file_that_is_a_pipe_before_waiting_on_it(env, tmp_path):
+    """``e.txt`` a FIFO: encode opened it (waiting forever for a reader) only to refuse it at
+    the commit; both files of the pair are checked before either is opened."""
+    os.mkfifo(tmp_path / "e.txt")
+    done = run_disembed(env.argv("encode {a} --out {out}/e.npy --encoder hash:8", tmp_path),
+                        tmp_path / "child", env={"DISEMBED_CACHE_DIR": env.paths["cache"]},
+                        timeout=60)
+    assert done.code == 2 and "which is a pipe or a device" in done.stderr, done.stderr
+    with pytest.raises(ConfigError, match="renamed together as one step"):
+        AtomicFile(tmp_path / "e.txt", stream=False)
+    assert not (tmp_path / "e.npy").exists()
+
+
+def test_two_calibrations_of_one_model_take_turns(env, tmp_path):
+    """Each read the model, added its language and saved what it had read: run together,
+    one language was lost. Calibrate holds the model folder's lock from read to write."""
+    import shutil
+
+    from disembed.util.locks import folder_lock
+
+    model = tmp_path / "m"
+    shutil.copytree(env["model"], model)
+    with folder_lock(model):
+        done = run_disembed(env.argv(f"calibrate {{a}} --model {model} --language fr",
+                                     tmp_path), tmp_path / "child",
+                            env={"DISEMBED_CACHE_DIR": env.paths["cache"],
+                                 "DISEMBED_LOCK_TIMEOUT": "0.2"})
+    assert done.code == 2 and "still in use by another disembed process" in done.stderr
+    assert json.loads((model / "config.json").read_text()) == \
+        json.loads((env["model"] / "config.json").read_text())

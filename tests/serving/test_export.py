@@ -276,6 +276,19 @@ def test_export_will_not_overwrite_without_being_asked(trained, tmp_path):
         export_model(root / "seed", tmp_path / "taken")
 
 
+def test_an_export_through_a_link_replaces_its_target_and_keeps_the_link(trained, tmp_path):
+    """--out a link to an earlier export: the swap replaced the link itself by a folder and
+    left the linked export stale (issue 33 probe)."""
+    root, _ = trained
+    export_model(root / "mean-centering", tmp_path / "real")
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    export_model(root / "seed-centered", tmp_path / "link", overwrite=True)
+    assert (tmp_path / "link").is_symlink()
+    info = json.loads((tmp_path / "real" / "disembed_export.json").read_text())
+    assert info["method"] == "seed-centered"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link", "real"]
+
+
 def test_every_file_of_an_export_has_plain_permissions(trained, tmp_path):
     """safetensors wrote model.safetensors 0600 beside 0644 files (issue 33): a shared
     export was then unreadable to the other users who could read the rest."""

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from ..data.io import read_lines
 from ..exceptions import ConfigError, DataError
+from ..util.files import output_target
 from ..util.text import is_blank
 from .common import (
     add_common,
@@ -41,8 +42,13 @@ def add_parser(verbs) -> None:
 
 
 def sentences_path(out: str, source: str) -> Path:
-    """Where the kept sentences go (``OUT`` with ``.txt``): never over the input."""
+    """Where the kept sentences go (``OUT`` with ``.txt``): never over the input, never a
+    pipe or device (the pair is renamed into place as one step)."""
     path = Path(out).with_suffix(".txt")
+    if output_target(path).kind != "file":
+        raise ConfigError(f"--out {out} would write its sentences to {path}, which is a pipe or "
+                          "a device; the matrix and its sentences are renamed into place as "
+                          "one step, so both must be regular files: choose another --out")
     if path.absolute() == Path(source).absolute() or (
             path.exists() and path.samefile(source)):
         raise ConfigError(

@@ -110,8 +110,13 @@ class CachedEncoder:
         if texts_path is not None and Path(texts_path).absolute() == path.absolute():
             raise ConfigError(f"the sentences file {texts_path} would overwrite the matrix "
                               f"{path}; give them different names")
-        matrix = AtomicFile(path)
-        sidecar = AtomicFile(texts_path) if texts_path is not None else None
+        together = texts_path is not None  # then neither may be a stream: one step
+        matrix = AtomicFile(path, stream=not together)
+        try:
+            sidecar = AtomicFile(texts_path, stream=False) if together else None
+        except BaseException:
+            matrix.discard()
+            raise
         try:
             header = {"descr": np.lib.format.dtype_to_descr(np.dtype(np.float32)),
                       "fortran_order": False, "shape": (len(texts), self.dim)}

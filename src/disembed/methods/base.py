@@ -488,8 +488,12 @@ class Disentangler(ABC):
         # a run killed at any point leaves the old model or the new one, both loadable
         # (calibrate rewrites a model in place), never weights beside another's config
         directory.mkdir(parents=True, exist_ok=True)
-        weights, cfg = AtomicFile(directory / "model.safetensors"), \
-            AtomicFile(directory / "config.json")
+        weights = AtomicFile(directory / "model.safetensors", stream=False)
+        try:
+            cfg = AtomicFile(directory / "config.json", stream=False)
+        except BaseException:
+            weights.discard()
+            raise
         try:
             weights.write(blob)
             cfg.write(json.dumps(config, indent=2, sort_keys=True, default=str).encode())

@@ -110,10 +110,12 @@ def export_model(model_dir: str | os.PathLike, out_dir: str | os.PathLike, *,
     saved = SavedModel.load(model_dir)
     model, identity = saved.disentangler, saved.require_identity()
     mmap = model.meaning_map()
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    remove_stale_temps(out_dir.parent, out_dir.name)  # of exports killed before they ended
-    work = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-{os.getpid()}-",
-                                 dir=out_dir.parent))
+    # a link is written through: its target folder is replaced, the link stays a link
+    target = Path(os.path.realpath(out_dir)) if out_dir.is_symlink() else out_dir
+    target.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale_temps(target.parent, target.name)  # of exports killed before they ended
+    work = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-{os.getpid()}-",
+                                 dir=target.parent))
     try:
         base = base_pipeline(identity, work)
         prompts, default_prompt = export_prompts(base.prefix)
@@ -135,7 +137,7 @@ def export_model(model_dir: str | os.PathLike, out_dir: str | os.PathLike, *,
         atomic_write_text(folder / "README.md", card)
         write_manifest(folder, "disembed export")
         plain_permissions(folder)  # safetensors writes 0600 where the rest is 0644
-        replace_folder(folder, out_dir)  # the old export ends in the work folder
+        replace_folder(folder, target)  # the old export ends in the work folder
     finally:
         shutil.rmtree(work, ignore_errors=True)
     logger.info("exported %s (%s) to %s", model.name, model_dir, out_dir)

@@ -245,12 +245,18 @@ class AtomicFile:
 
     ``prepare()`` flushes and fsyncs without renaming (to commit several files
     together); ``discard()`` removes the temporary file. On an exception inside the
-    ``with`` block the target is left untouched.
+    ``with`` block the target is left untouched. ``stream=False``: a target that is a
+    stream (:func:`output_target`) is refused at once (files committed together).
     """
 
-    def __init__(self, path: str | os.PathLike) -> None:
+    def __init__(self, path: str | os.PathLike, *, stream: bool = True) -> None:
         self.path = Path(path)
         where = output_target(path)
+        if where.kind != "file" and not stream:  # refused before a pipe is opened (it would
+            raise ConfigError(  # wait for a reader, only to be refused at the commit)
+                f"{path} is standard output, a pipe or a device, but it is written as one of "
+                "several files renamed together as one step (e.g. encode's matrix and its "
+                "sentences, a model's config and weights): give a regular file path")
         self.target, self.stream = where.path, where.kind != "file"
         self.tmp: Path | None = None
         self._prepared = False

@@ -304,6 +304,9 @@ ROWS = [
     ("mine-tab-in-gathered-text", "mine {texttab},{a} {t} --out {out}/m.tsv --encoder hash:8",
      2, "texttab.txt:2: holds a tab"),
     ("calibrate-und", "calibrate {a} --model {model} --language und", 2, "'und'"),
+    # issue 33 probe: two outputs of one command are two paths
+    ("mine-out-is-run-dir", "mine {s} {t} --out {out}/x --run-dir {out}/x --encoder hash:8", 2,
+     "are the same path, but one command writes both"),
     # serve options are checked before anything is loaded
     ("serve-max-batch-0", SERVE + " --max-batch 0", 2,
      "argument --max-batch: expected a positive integer, got '0'"),

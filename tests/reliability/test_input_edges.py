@@ -89,6 +89,11 @@ def test_a_non_finite_row_is_an_error_not_an_empty_result(bad):
         score_embeddings(x, y)
 
 
+def test_an_empty_side_is_named_not_a_k_error():
+    with pytest.raises(DataError, match="x has no rows: there is nothing to mine"):
+        mine_embeddings(_unit(5, 0)[:0], _unit(5, 1))
+
+
 # --- file names are names, tabs never reach the output TSV -------------------------------------
 
 def test_mine_reads_a_file_name_with_brackets_literally(env, tmp_path, capsys):

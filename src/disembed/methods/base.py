@@ -375,8 +375,9 @@ class Disentangler(ABC):
         :meth:`calibrate`)."""
         lid = getattr(self, "language_id_", None)
         if not check or lid is None:
-            logger.warning("%s: calibrating %r replaces what training fitted for it%s",
-                           self.name, code, "" if check else " (language check skipped)")
+            logger.warning("%s: calibrating %r replaces what training fitted for it (%s)",
+                           self.name, code, "language check skipped" if not check else
+                           "not checked: the model has no language identifier")
             return
         pred = lid.predict(X)
         share = float(np.mean(pred.codes.astype(str) == code))

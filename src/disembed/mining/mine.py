@@ -110,6 +110,10 @@ class Searched:
 def mine_embeddings(x: np.ndarray, y: np.ndarray, config: MineConfig | None = None) -> Mined:
     """Mine pairs between unit-row matrices ``x (n, d)`` and ``y (m, d)`` (arrays or memmaps)."""
     cfg = config or MineConfig()
+    for name, side in (("x", x), ("y", y)):
+        if len(side) == 0:
+            raise DataError(f"{name} has no rows: there is nothing to mine (give at least one "
+                            "embedding on each side)")
     k = min(cfg.k, len(x), len(y))
     if k < cfg.k:
         logger.warning("k=%d but the smaller side has %d sentences: k=%d neighbours are used",

@@ -9,7 +9,8 @@ them all (symbolic links and ``..`` included) and refuses, before any work:
   (``evaluate --model M --out M/config.json``, ``--out DATA/sts17/en-de.tsv``);
 * an output folder that is an input folder or lies inside one;
 * a folder to be replaced that holds an input (``export --model D --out D``, or ``--out``
-  the model's parent).
+  the model's parent);
+* two outputs that are one path (``mine --out X --run-dir X``).
 
 Only the paths are compared; nothing is read or written.
 """
@@ -63,6 +64,12 @@ def check_outputs(outputs: Iterable[Endpoint], inputs: Iterable[Endpoint]) -> No
     """Raise :class:`ConfigError` for the first output that overlaps an input (see the
     module docstring)."""
     inputs = [i for i in inputs if i.path]
+    outputs = [o for o in outputs if o.path]
+    for i, out in enumerate(outputs):  # two outputs of one command are two paths
+        same = next((o for o in outputs[i + 1:] if o.resolved == out.resolved), None)
+        if same is not None:
+            raise ConfigError(f"{out.option} {out.path} and {same.option} {same.path} are the "
+                              "same path, but one command writes both: give each its own")
     for out in outputs:
         if not out.path:
             continue

@@ -373,7 +373,7 @@ class Disentangler(ABC):
     def _check_replacement(self, X: np.ndarray, code: str, check: bool) -> None:
         """Sentences that replace a known language's statistics must be of it (see
         :meth:`calibrate`)."""
-        lid = getattr(self, "language_id_", None)
+        lid = self.language_identifier
         if not check or lid is None:
             logger.warning("%s: calibrating %r replaces what training fitted for it (%s)",
                            self.name, code, "language check skipped" if not check else

@@ -44,6 +44,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ..data.languages import normalize_tag
 from ..encoders import load_encoder
 from ..encoders.cached import cached
 from ..exceptions import ConfigError, DataError, NonFiniteError, require
@@ -54,7 +55,7 @@ from ..util.files import sha256_file
 from ..util.locks import folder_lock
 from .collection import Collection, _parse
 from .inputs import gather_inputs
-from .mine import MineConfig, Mined, file_language, open_collection
+from .mine import MineConfig, Mined, open_collection
 from .shard_search import (  # noqa: F401  (knn_pair, merge_lists: the tasks' public names)
     ShardJob,
     job_bar,
@@ -195,8 +196,8 @@ def mine_distributed(src, tgt, encoder_spec: str, *, run_dir: str | Path,
     with folder_lock(run_dir), job_bar() as bar:
         job = ShardJob(executor, run_dir, bar)
         cols, paths = [], []
-        for side, spec, lang in (("src", src, file_language(src_lang)),
-                                 ("tgt", tgt, file_language(tgt_lang))):
+        for side, spec, lang in (("src", src, normalize_tag(src_lang)),
+                                 ("tgt", tgt, normalize_tag(tgt_lang))):
             col = open_collection(*gather_inputs(spec, run_dir, side, format, skip_bad), skip_bad,
                                   "source" if side == "src" else "target")
             key = _shard_key(col, encoder, model_dir, lang, shard_rows)

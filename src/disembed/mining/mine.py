@@ -127,13 +127,6 @@ def mine_embeddings(x: np.ndarray, y: np.ndarray, config: MineConfig | None = No
                  {"knn": t1 - t0, "margin": time.perf_counter() - t1}, k=k, backend=backend)
 
 
-def file_language(code: str | None) -> str | None:
-    """The canonical language of a whole file (``--src-lang``), or ``None``: none given, or
-    ``und`` / ``mul`` (no one language), which the model then identifies row by row, as in
-    the library and the service (:func:`~disembed.data.languages.normalize_tag`)."""
-    return normalize_tag(code)
-
-
 def meaning_transform(model, language: str) -> Callable[[np.ndarray], np.ndarray]:
     """``X (c, d) -> meaning (c, d')`` of a fitted disentangler for one language."""
     return lambda X: model.meaning(X, language)
@@ -158,7 +151,7 @@ def mine_files(src: str | Path | Sequence[str | Path], tgt: str | Path | Sequenc
     if center not in ("none", "corpus"):
         raise ConfigError(f"center must be 'none' or 'corpus'; got {center!r}")
     # checked before anything is written (None: identified by the model, row by row)
-    src_lang, tgt_lang = file_language(src_lang), file_language(tgt_lang)
+    src_lang, tgt_lang = normalize_tag(src_lang), normalize_tag(tgt_lang)
     t0 = time.perf_counter()
     # checked before the run folder is made (a single file is read in place; several, or
     # gzip, are gathered into the run folder first)
@@ -251,7 +244,7 @@ def search_files(queries: str | Path, database: str | Path, encoder: Encoder, ou
     if k < 1:
         raise ConfigError(f"k must be >= 1 (neighbours per query), got {k}")
     # checked before anything is read (None, und, mul: identified by the model, row by row)
-    query_lang, db_lang = file_language(query_lang), file_language(db_lang)
+    query_lang, db_lang = normalize_tag(query_lang), normalize_tag(db_lang)
     cols = [open_collection(queries, format, skip_bad, "queries"),
             open_collection(database, format, skip_bad, "database")]
     with folder_lock(run_dir):  # one writer per run folder (a second run waits)

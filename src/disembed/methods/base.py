@@ -124,6 +124,18 @@ def _resolving(fn):
     return wrapper
 
 
+def _check_finite(matrix, name: str, chunk: int = 65536) -> None:
+    """Refuse training embeddings with NaN or inf rows (the optimisers otherwise fail
+    deep in torch, or fit NaN means), in chunks so that a memmap is not read whole."""
+    for start in range(0, len(matrix), chunk):
+        block = np.asarray(matrix[start:start + chunk], np.float32)
+        bad = ~np.isfinite(block).all(axis=tuple(range(1, block.ndim)))
+        if bad.any():
+            raise NonFiniteError(f"fit: {name} row {start + int(np.argmax(bad))} holds NaN or "
+                                 "infinite values (expected finite embeddings); drop or "
+                                 "re-encode those rows")
+
+
 def _fitting(fn):
     """Wrap a recipe's ``fit``: codes normalised, and a language identifier fitted on the raw
     training embeddings when the recipe uses a language (once, however deep ``super().fit``
@@ -136,6 +148,8 @@ def _fitting(fn):
         t_lang = normalize_languages(tgt_lang, len(tgt))
         if any(x is None for x in (*s_lang, *t_lang)):
             raise ConfigError("fit needs the language of every training row; got None")
+        _check_finite(src, "src")
+        _check_finite(tgt, "tgt")
         self._fitting_now = True
         t0 = time.perf_counter()
         try:

@@ -110,6 +110,8 @@ class Searched:
 def mine_embeddings(x: np.ndarray, y: np.ndarray, config: MineConfig | None = None) -> Mined:
     """Mine pairs between unit-row matrices ``x (n, d)`` and ``y (m, d)`` (arrays or memmaps)."""
     cfg = config or MineConfig()
+    x, y = (side if isinstance(side, np.ndarray) else np.asarray(side, np.float32)
+            for side in (x, y))
     for name, side in (("x", x), ("y", y)):
         if len(side) == 0:
             raise DataError(f"{name} has no rows: there is nothing to mine (give at least one "
@@ -122,6 +124,11 @@ def mine_embeddings(x: np.ndarray, y: np.ndarray, config: MineConfig | None = No
     lists, backend = search_both_using(x, y, k, cfg.backend, **cfg.backend_options)
     t1 = time.perf_counter()
     score, src, tgt = candidates(*lists, mode=cfg.mode, kind=cfg.margin)
+    defined = np.isfinite(score)  # 0/0: zero rows have no direction, so no margin
+    if not defined.all():
+        logger.warning("%d candidate pairs have no margin (all-zero embeddings): not mined",
+                       int((~defined).sum()))
+        score, src, tgt = score[defined], src[defined], tgt[defined]
     keep = select(score, threshold=cfg.threshold, top=cfg.top)
     return Mined(score[keep], src[keep], tgt[keep],
                  {"knn": t1 - t0, "margin": time.perf_counter() - t1}, k=k, backend=backend)

@@ -1,13 +1,12 @@
 """The running top-k lists and the block screen, against plain top-k of everything seen."""
 
-import importlib
-
 import numpy as np
 import pytest
 import torch
 
 from disembed.retrieval.topk import (
     TopKLists,
+    Window,
     _rank_in_run,
     _row_then_value_desc,
     update_both,
@@ -30,70 +29,78 @@ def test_rank_in_run():
 
 
 def reference_lists(history, n, k):
-    """Top-k of every (value, index) ever offered to each list."""
+    """Top-k of every (value, index) ever offered to each list; equal values: lower index."""
     out_v = np.full((n, k), -np.inf, dtype=np.float32)
+    out_i = np.full((n, k), -1, dtype=np.int64)
     for row, items in history.items():
-        best = sorted(items, key=lambda t: -t[0])[:k]
+        best = sorted(items, key=lambda t: (-t[0], t[1]))[:k]
         out_v[row, : len(best)] = [v for v, _ in best]
-    return out_v
+        out_i[row, : len(best)] = [i for _, i in best]
+    return out_v, out_i
 
 
-def test_sparse_and_dense_merges_equal_top_k_of_everything():
+def test_sparse_merges_and_list_merges_equal_top_k_of_everything():
+    """Merges in any order, many ties (integers): the lists are the top k of everything
+    offered, equal values ordered by lower index (issue 36), whatever order they came in."""
     rng = np.random.default_rng(0)
     n, k = 30, 5
     lists = TopKLists(n, k)
     history = {i: [] for i in range(n)}
-    next_idx = 0
     for step in range(40):
-        if step % 7 == 0:  # a dense merge of every list
-            m = int(rng.integers(1, 9))
-            vals = rng.integers(-20, 20, (n, m)).astype(np.float32)  # integers: many ties
-            idx = np.arange(next_idx, next_idx + n * m).reshape(n, m)
-            next_idx += n * m
-            top = torch.from_numpy(vals).topk(min(k, m), dim=1)
-            lists.merge_dense(0, top.values, torch.from_numpy(idx).gather(1, top.indices))
+        if step % 7 == 0:  # a whole other set of lists merged in (another worker's)
+            other = TopKLists(n, k)
+            vals = rng.integers(-20, 20, (n, k)).astype(np.float32)
+            idx = rng.permutation(10_000)[: n * k].reshape(n, k) + 1000
+            order = np.argsort(-vals, axis=1, kind="stable")
+            other.values[:] = torch.from_numpy(np.take_along_axis(vals, order, 1))
+            other.indices[:] = torch.from_numpy(np.take_along_axis(idx, order, 1))
+            lists.merge_lists(other)
             for i in range(n):
                 history[i] += list(zip(vals[i].tolist(), idx[i].tolist(), strict=True))
-        else:  # candidates for a few lists, several per list
+        else:  # candidates for a few lists, several per list, in index order per list
             p = int(rng.integers(0, 25))
             rows = rng.integers(10, 20, p)  # within the span (10, 20)
             vals = rng.integers(-20, 20, p).astype(np.float32)
-            idx = np.arange(next_idx, next_idx + p)
-            next_idx += p
+            idx = np.arange(100 * step, 100 * step + p)
             lists.merge_sparse(torch.from_numpy(rows), torch.from_numpy(idx),
                                torch.from_numpy(vals))
             for r, v, i in zip(rows.tolist(), vals.tolist(), idx.tolist(), strict=True):
                 history[r].append((v, i))
-    np.testing.assert_array_equal(lists.values.numpy(), reference_lists(history, n, k))
-    offered = {i: dict((j, v) for v, j in history[i]) for i in range(n)}
-    for i in range(n):  # every kept index carries the value it was offered with
-        for v, j in zip(lists.values[i].tolist(), lists.indices[i].tolist(), strict=True):
-            assert j == -1 and v == -np.inf or offered[i][j] == v
+    want_v, want_i = reference_lists(history, n, k)
+    np.testing.assert_array_equal(lists.values.numpy(), want_v)
+    np.testing.assert_array_equal(lists.indices.numpy(), want_i)
+
+
+def _stream(S, k, R, C, group, fwd=None, bwd=None, order=None):
+    """Feed ``S`` block by block (padded to multiples of ``group``) into the lists."""
+    n, m = S.shape
+    fwd = TopKLists(n, k) if fwd is None else fwd
+    bwd = TopKLists(m, k) if bwd is None else bwd
+    for r0 in order or range(0, n, R):
+        for c0 in range(0, m, C):
+            block = torch.from_numpy(S[r0 : r0 + R, c0 : c0 + C])
+            r, c = block.shape
+            padded = torch.full((-(-r // group) * group, -(-c // group) * group), -torch.inf)
+            padded[:r, :c] = block
+            update_both(padded, r, c, fwd, r0, bwd, c0, group)
+    return fwd, bwd
 
 
 @pytest.mark.parametrize("group", [1, 4, 16])
 def test_update_both_over_a_stream_of_blocks(group):
-    """Blocks of one similarity matrix fed in order give the top-k of its rows and columns."""
+    """Blocks of one similarity matrix fed in order give the top-k of its rows and columns,
+    ties to the lower index."""
     rng = np.random.default_rng(group)
     S = rng.standard_normal((90, 130)).astype(np.float32)
     S[5, :] = S[5, 0]  # a row of ties
     S[:, 7] = 0.25  # a column of ties
-    k, R, C = 3, 20, 24
-    fwd, bwd = TopKLists(90, k), TopKLists(130, k)
-    for r0 in range(0, 90, R):
-        for c0 in range(0, 130, C):
-            block = torch.from_numpy(S[r0 : r0 + R, c0 : c0 + C])
-            r = len(block)
-            rp = -(-r // group) * group
-            padded = torch.full((rp, block.shape[1]), -torch.inf)
-            padded[:r] = block
-            update_both(padded, r, fwd, r0, bwd, c0, group)
-    np.testing.assert_array_equal(fwd.values.numpy(), -np.sort(-S, axis=1)[:, :k])
-    np.testing.assert_array_equal(bwd.values.numpy(), -np.sort(-S.T, axis=1)[:, :k])
-    np.testing.assert_array_equal(np.take_along_axis(S, fwd.indices.numpy(), 1),
-                                  fwd.values.numpy())
-    np.testing.assert_array_equal(np.take_along_axis(S.T, bwd.indices.numpy(), 1),
-                                  bwd.values.numpy())
+    S[40:60, 100:110] = 3.0  # a block of ties
+    k = 3
+    fwd, bwd = _stream(S, k, 20, 24, group)
+    for lists, M in ((fwd, S), (bwd, S.T)):
+        want = np.argsort(-M, axis=1, kind="stable")[:, :k]
+        np.testing.assert_array_equal(lists.indices.numpy(), want)
+        np.testing.assert_array_equal(lists.values.numpy(), np.take_along_axis(M, want, 1))
 
 
 def test_sort_keys_hold_row_numbers_up_to_2_to_the_31_in_either_int_width():
@@ -113,49 +120,61 @@ def test_a_sparse_merge_of_fewer_than_k_candidates_leaves_the_other_slots_empty(
     assert lists.values[1].tolist() == [0.5, 0.25] + [-np.inf] * (k - 2)
 
 
-def test_new_column_lists_are_screened_by_their_kth_group_maximum(monkeypatch):
-    """A first block: the row lists take a dense top-k; the empty column lists get the k-th
-    largest group maximum as threshold (module docstring), so only the k groups holding a
-    column's best entries are gathered (1/8 of the block), and the dense fallback never runs."""
-    topk_module = importlib.import_module("disembed.retrieval.topk")
-    dense, calls = topk_module._dense, []
+def test_a_first_block_is_screened_by_bounds_from_its_group_maxima(monkeypatch):
+    """Empty lists take no dense top-k: the k-th largest group maximum of each row and
+    column bounds its k-th best from below, so only a small share of a first block's
+    entries is merged, and the lists are still exact."""
+    merged = []
+    merge = TopKLists.merge_sparse
 
-    def recording_dense(*args):
-        calls.append(args)
-        dense(*args)
+    def counting(self, rows, idx, vals):
+        merged.append(len(rows))
+        merge(self, rows, idx, vals)
 
-    monkeypatch.setattr(topk_module, "_dense", recording_dense)
-    S = np.random.default_rng(5).standard_normal((64, 48)).astype(np.float32)
-    fwd, bwd = TopKLists(64, 2), TopKLists(48, 2)
-    update_both(torch.from_numpy(S), 64, fwd, 0, bwd, 0, group=4)
+    monkeypatch.setattr(TopKLists, "merge_sparse", counting)
+    S = np.random.default_rng(5).standard_normal((256, 512)).astype(np.float32)
+    fwd, bwd = _stream(S, 2, 256, 512, 16)
     np.testing.assert_array_equal(fwd.values.numpy(), -np.sort(-S, axis=1)[:, :2])
     np.testing.assert_array_equal(bwd.values.numpy(), -np.sort(-S.T, axis=1)[:, :2])
-    assert calls == []
+    assert sum(merged) < 0.1 * S.size, merged
 
 
-def test_row_lists_are_merged_densely_only_until_they_are_full():
-    """Module docstring: a row list not yet full takes a dense top-k of the block; once a row
-    block's lists are full, later blocks reach them through the screen only. Fullness is that
-    of the block's own rows: row blocks fed out of order, and lists never fed, change nothing."""
-    S = np.random.default_rng(6).random((40, 60)).astype(np.float32)
-    S[:, :12] += 1  # every row's best three in the first column block ...
+def test_row_blocks_out_of_order_and_lists_never_fed():
+    """Fullness and thresholds are per list: row blocks fed out of order, and lists never
+    fed, change nothing; entries in late blocks are found by the screen."""
+    S = np.random.default_rng(6).random((40, 64)).astype(np.float32)
+    S[:, :16] += 1  # every row's best three in the first column block ...
     S[22, 50] = S[13, 30] = 3  # ... but two, which the screen must find
     lists = TopKLists(40, 3)
-    merge_dense, dense_starts = lists.merge_dense, []
-
-    def recording_merge_dense(start, vals, idx):
-        dense_starts.append(start)
-        merge_dense(start, vals, idx)
-
-    lists.merge_dense = recording_merge_dense
-    for r0 in (20, 10):  # rows 0..10 and 30..40 are never fed
-        for c0 in range(0, 60, 12):
-            update_both(torch.from_numpy(S[r0 : r0 + 10, c0 : c0 + 12].copy()), 10, lists, r0,
-                        None, c0, group=5)
-    assert dense_starts == [20, 10]
+    _stream(S, 3, 10, 16, 4, fwd=lists, bwd=TopKLists(64, 3), order=[20, 10])
     want = np.argsort(-S[10:30], axis=1)[:, :3]
     np.testing.assert_array_equal(lists.indices[10:30].numpy(), want)
     np.testing.assert_array_equal(lists.values[10:30].numpy(),
                                   np.take_along_axis(S[10:30], want, 1))
     assert lists.indices[13, 0] == 30 and lists.indices[22, 0] == 50  # the screen found them
     assert (lists.indices[:10] == -1).all() and (lists.indices[30:] == -1).all()
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_window_drops_only_entries_at_or_below_the_final_threshold(seed):
+    """The certificate's premise (bf16.py): with a window, every entry a list dropped, by
+    the screen, the cap or the window, is at or below the list's final threshold; the
+    threshold is at least the window's cut below the keep-th best, and the keep best are
+    the plain top keep."""
+    rng = np.random.default_rng(seed)
+    S = rng.integers(-400, 400, (70, 300)).astype(np.float32) / 8  # ties and near-ties
+    keep, cap = 2, 6
+    slack = torch.from_numpy(rng.uniform(0, 0.5, 70)).float()
+    window = Window(keep=keep, rel=0.001, slack=slack)
+    lists, _ = _stream(S, cap, 16, 40, 4, fwd=TopKLists(70, cap, window))
+    thr = lists.thresholds(0, 70).numpy()
+    vals, idx = lists.values.numpy(), lists.indices.numpy()
+    for i in range(70):
+        kept = set(idx[i][idx[i] >= 0].tolist())
+        dropped = [S[i, j] for j in range(300) if j not in kept]
+        assert max(dropped) <= thr[i]
+        cut = vals[i, keep - 1] - (0.001 * abs(vals[i, keep - 1]) + slack[i].item())
+        assert cut - 1e-6 * abs(cut) <= thr[i] <= vals[i, keep - 1]  # float32 rounding
+    want = -np.sort(-S, axis=1)[:, :keep]
+    np.testing.assert_array_equal(vals[:, :keep], want)
+    assert (np.isfinite(vals).sum(1) < cap).any()  # the window, not only the cap, dropped

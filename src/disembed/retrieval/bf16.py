@@ -1,4 +1,4 @@
-"""Exact top-k from bfloat16 products: widened candidates, float32 re-scoring, a certificate.
+"""Exact top-k from bfloat16 products: a candidate window, float32 re-scoring, a certificate.
 
 A bfloat16 product ``s~ = bf16(fl(x~ . y~))`` (inputs rounded to bfloat16, sums in
 float32, output rounded to bfloat16) differs from the float32 score ``s = x . y`` by
@@ -7,16 +7,24 @@ float32, output rounded to bfloat16) differs from the float32 score ``s = x . y`
     |fl(x~.y~) - x~.y~| <= gamma_d ||x~|| ||y~||,  gamma_d = d 2^-24 / (1 - d 2^-24)
     fl <= s~ + 2^-7 |s~|                                    (one bf16 ulp: rounding or truncation)
 
-Each list keeps the ``k' > k`` largest bfloat16 scores; every database row left out has
-``s~ <= m``, the ``k'``-th kept score, so its float32 score is at most ``m + delta`` with
+so a database row whose bfloat16 score is at most ``m`` has a float32 score of at most
+``m + delta(m)``, ``delta(v) = 2^-7 |v| + A`` with
 
-    delta = 2^-7 |m| + e_x ||y||max + ||x~|| e_y,max + gamma_d (||x~|| ||y~||max + ||x|| ||y||max)
+    A = e_x ||y||max + ||x~|| e_y,max + gamma_d (||x~|| ||y~||max + ||x|| ||y||max)
 
-(``e = ||x~ - x||`` per row, measured; the last term also covers the float32 re-scoring
-itself). The candidates are re-scored exactly in float32;
-if the k-th best re-scored value is ``>= m + delta``, no row left out can enter the
-top-k, and the list equals float32 brute force (ties allowed). Rows without that
-certificate are searched again in float32 against the whole database.
+(``e = ||x~ - x||`` per row, :class:`RoundingStats`; the last term also covers the
+float32 re-scoring itself). :func:`slack` gives ``A`` per list.
+
+Each list keeps as candidates every database row whose bfloat16 score is above its final
+threshold ``m`` (:mod:`.topk`: the ``k'``-th best, raised to the :func:`window` cut
+``v - 2.1 delta(v)`` below the ``k``-th best ``v``; on sparse data the window holds a few
+rows, on dense data the ``k'`` cap binds). :func:`exact_lists` re-scores the candidates in
+float32, orders them by score, lower index first on ties, and certifies a list when its
+``k``-th score is **strictly** above ``m + delta(m)``: then every row left out scores
+strictly lower, and the list is the float32 brute-force answer with ties to the lower
+index. Where only the window binds the certificate always holds: the ``k``-th float32
+score is at least ``v - delta(v)`` and ``2.1 > 2 / (1 - 2^-7)``. Lists without it are
+searched again in float32 (:mod:`.knn`).
 """
 
 from __future__ import annotations
@@ -27,32 +35,52 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from .scan import run_parallel
+from .topk import Window
+
 logger = logging.getLogger(__name__)
 
 ULP_BF16 = 2.0**-7  # relative size of one bfloat16 ulp (8 significant bits)
 U_FP32 = 2.0**-24
+WINDOW = 2.1  # the candidate window in units of delta: > 2 / (1 - 2^-7) (module docstring)
+_TINY = 2.0**-50  # below this a row's statistics are computed in float64
+_LISTS = 4096  # lists per re-scoring task
+_GATHER = 64  # lists gathered at once (their rows stay in cache)
 
 
 @dataclass
 class RoundingStats:
-    """Per-row rounding of a matrix to bfloat16: ``err`` = ||x~ - x||, ``norm`` = ||x||,
-    ``norm_bf`` = ||x~||, all ``(n,) float64``."""
+    """Per-row rounding of a matrix to bfloat16, as upper bounds within ~1e-6 relative of
+    the float64 values: ``err`` >= ||x~ - x||, ``norm`` >= ||x||, ``norm_bf`` >= ||x~||,
+    all ``(n,) float64``."""
 
     err: np.ndarray
     norm: np.ndarray
     norm_bf: np.ndarray
 
     @classmethod
-    def of(cls, a: np.ndarray, block: int = 16384) -> "RoundingStats":
+    def of(cls, a: np.ndarray, block: int = 16384) -> RoundingStats:
+        """Float32 norms (one vectorised pass) inflated by their rounding bound; rows too
+        small or too large for that (squares that underflow or overflow) in float64."""
         err, norm, norm_bf = (np.empty(len(a)) for _ in range(3))
         for s in range(0, len(a), block):
             x = torch.from_numpy(np.array(a[s : s + block], dtype=np.float32))
-            xb = x.to(torch.bfloat16).double()
-            x = x.double()
-            err[s : s + len(x)] = (xb - x).norm(dim=1).numpy()
-            norm[s : s + len(x)] = x.norm(dim=1).numpy()
-            norm_bf[s : s + len(x)] = xb.norm(dim=1).numpy()
+            xb = x.to(torch.bfloat16).float()
+            rows = slice(s, s + len(x))
+            err[rows], norm[rows], norm_bf[rows] = (_norm_upper(v) for v in (xb - x, x, xb))
         return cls(err, norm, norm_bf)
+
+
+def _norm_upper(v: torch.Tensor) -> np.ndarray:
+    """``(n,)`` upper bounds of the rows' Euclidean norms: float32, inflated by the bound on
+    its rounding (squares, sum, square root); float64 where float32 under- or overflows."""
+    d = v.shape[1]
+    up = torch.linalg.vector_norm(v, dim=1).double().numpy() * (1 + 2 * gamma(d + 2))
+    off = ~((up >= _TINY) & np.isfinite(up))
+    if off.any():
+        exact = torch.linalg.vector_norm(v[torch.from_numpy(off)].double(), dim=1).numpy()
+        up[off] = exact * (1 + 2.0**-48)  # float64 rounding, d << 2^20
+    return up
 
 
 def gamma(d: int) -> float:
@@ -60,11 +88,71 @@ def gamma(d: int) -> float:
     return d * U_FP32 / (1 - d * U_FP32)
 
 
+def slack(q: RoundingStats, db: RoundingStats, d: int) -> np.ndarray:
+    """``(nq,)`` the part ``A`` of ``delta`` that does not depend on the score."""
+    return (q.err * db.norm.max() + q.norm_bf * db.err.max()
+            + gamma(d) * (q.norm_bf * db.norm_bf.max() + q.norm * db.norm.max()) + 1e-30)
+
+
 def certified(kth_exact: np.ndarray, m: np.ndarray, q: RoundingStats, db: RoundingStats,
               d: int) -> np.ndarray:
-    """``(nq,) bool``: rows whose k-th re-scored value ``kth_exact`` provably beats every
-    database row outside their candidates (``m``: their ``k'``-th bfloat16 score)."""
+    """``(nq,) bool``: rows whose k-th re-scored value ``kth_exact`` is strictly above every
+    database row outside their candidates (``m``: the lists' final thresholds)."""
+    return kth_exact.astype(np.float64) > _bar(m, slack(q, db, d))
+
+
+def _bar(m: np.ndarray, a: np.ndarray) -> np.ndarray:
+    """``m + delta(m)`` in float64 (``-inf`` for ``m = -inf``: no row was left out)."""
     m = m.astype(np.float64)
-    delta = (ULP_BF16 * np.abs(m) + q.err * db.norm.max() + q.norm_bf * db.err.max()
-             + gamma(d) * (q.norm_bf * db.norm_bf.max() + q.norm * db.norm.max()) + 1e-30)
-    return kth_exact.astype(np.float64) >= m + delta
+    with np.errstate(invalid="ignore"):
+        return np.where(np.isneginf(m), -np.inf, m + ULP_BF16 * np.abs(m) + a)
+
+
+def window(q: RoundingStats, db: RoundingStats, d: int, k: int) -> Window:
+    """The candidate window of lists of ``q`` against ``db`` (``WINDOW`` times delta)."""
+    a = torch.from_numpy(WINDOW * slack(q, db, d)).float()
+    return Window(keep=k, rel=WINDOW * ULP_BF16, slack=torch.nextafter(a, torch.tensor(np.inf)))
+
+
+def exact_lists(values: torch.Tensor, indices: torch.Tensor, m: np.ndarray, queries, database,
+                k: int, a: np.ndarray, workers: int = 1
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Exact top-``k`` of each list from its bfloat16 candidates, and its certificate.
+
+    Args:
+        values, indices: ``(n, k')`` candidates (``-inf``, ``-1`` where empty).
+        m: ``(n,)`` every database row outside the candidates scored at most this.
+        queries, database: the float32 rows (arrays or memmaps).
+        a: ``(n,)`` :func:`slack` of the lists.
+        workers: threads re-scoring blocks of lists at once.
+
+    Returns:
+        ``D (n, k) float32`` (float32 dot products), ``I (n, k) int64`` (equal scores:
+        lower index first) and ``ok (n,) bool``, the certificate.
+    """
+    n = len(indices)
+    idx = indices.numpy()
+    D = np.empty((n, k), dtype=np.float32)
+    I = np.empty((n, k), dtype=np.int64)  # noqa: E741
+
+    def one(r0: int) -> None:
+        for s in range(r0, min(r0 + _LISTS, n), _GATHER):
+            D[s : s + _GATHER], I[s : s + _GATHER] = _rescored(queries, database,
+                                                                idx[s : s + _GATHER], s, k)
+
+    run_parallel(one, range(0, n, _LISTS), workers)
+    ok = D[:, k - 1].astype(np.float64) > _bar(m, a)
+    return D, I, ok
+
+
+def _rescored(queries, database, idx: np.ndarray, r0: int, k: int
+              ) -> tuple[np.ndarray, np.ndarray]:
+    """The ``k`` best of ``idx (b, k')`` by float32 score, then lower index."""
+    q = np.asarray(queries[r0 : r0 + len(idx)], dtype=np.float32)  # (b, d)
+    vecs = np.take(database, np.maximum(idx, 0), axis=0)  # (b, k', d)
+    if vecs.dtype != np.float32:  # the search sees the rows in float32
+        vecs = vecs.astype(np.float32)
+    scores = np.matmul(vecs, q[:, :, None])[:, :, 0]  # (b, k')
+    scores[idx < 0] = -np.inf
+    order = np.lexsort((idx, -scores), axis=1)[:, :k]  # score descending, then index
+    return np.take_along_axis(scores, order, 1), np.take_along_axis(idx, order, 1)

@@ -1,25 +1,28 @@
 """Exact block-wise k-nearest-neighbour search by inner product (cosine on unit rows).
 
 Numpy in, numpy out, like faiss: ``D (n, k) float32`` similarities in descending
-order and ``I (n, k) int64`` row indices. Inputs may be ``numpy.memmap`` of any
-size: the database is read in chunks of ``chunk_rows`` rows, the queries in blocks
-of ``block_rows``; in memory are one chunk, one query block, one ``(block_rows,
-block_cols)`` similarity block (16 MB by default, so that the selection reads it from
-cache) and the running top-k lists (``(n, k)`` per direction).
+order (equal ones: lower index first) and ``I (n, k) int64`` row indices. Inputs may be
+``numpy.memmap`` of any size: the database is read in chunks of ``chunk_rows`` rows,
+the queries in blocks of ``block_rows``; in memory are one chunk (in the product's
+dtype), per worker one query block and one ``(block_rows, block_cols)`` similarity
+block, and the running lists (``(n, k)`` per direction).
 
 :func:`knn_both` serves margin mining: one pass over the similarity blocks of ``x``
 against ``y`` gives the k-NN of every ``x`` row in ``y`` *and* of every ``y`` row in
 ``x``, so the matrix product is computed once, not twice as with two searches.
 
-Selection (:mod:`.topk`) reads each block once more after the product: group
-maxima, a screen against the lists' current k-th best, then a few candidates merged
-with one segmented sort; no Python loop over rows.
+The pass (:mod:`.scan`) runs one worker per thread, each multiplying and screening its
+own row blocks; selection (:mod:`.topk`) reads each block once after the product
+(group maxima, a screen against each list's threshold, a few candidates merged with one
+segmented sort; no Python loop over rows).
 
-``precision``: ``"float32"``; ``"bfloat16"`` (products in bfloat16, ``candidates``
-per list kept, re-scored exactly in float32 and certified against float32 brute
-force, :mod:`.bf16`); ``"auto"`` (the default) takes bfloat16 where the hardware
-probe measures it faster than float32 (AVX512-BF16, AMX), float32 elsewhere. All
-three return the float32 brute-force answer (ties allowed).
+``precision``: ``"float32"``; ``"bfloat16"`` (products in bfloat16, up to
+``candidates`` per list kept within a window below the k-th best, re-scored in float32
+and certified against float32 brute force, :mod:`.bf16`); ``"auto"`` (the default)
+takes bfloat16 where the hardware probe measures it faster than float32 (AVX512-BF16,
+AMX), float32 elsewhere. All three return the float32 brute-force answer, ties to the
+lower index. :func:`~.profile.knn_profile` times the stages (products, selection,
+certification, copies).
 """
 
 from __future__ import annotations
@@ -33,9 +36,10 @@ import torch
 
 from ..exceptions import ConfigError, ShapeError
 from ..hardware import configure_threads, probe
-from ..progress import progress_bar
-from .bf16 import RoundingStats, certified
-from .topk import GROUP, TopKLists, update_both
+from .bf16 import RoundingStats, exact_lists, slack, window
+from .profile import paused, stage
+from .scan import Blocks, scan
+from .topk import GROUP, TopKLists
 
 logger = logging.getLogger(__name__)
 
@@ -106,13 +110,6 @@ def _as_2d(name: str, a: np.ndarray, dim: int | None = None) -> np.ndarray:
     return a
 
 
-def _block(a: np.ndarray, start: int, stop: int, dtype: torch.dtype) -> torch.Tensor:
-    rows = np.ascontiguousarray(a[start:stop], dtype=np.float32)
-    if not rows.flags.writeable:  # a read-only memmap slice: torch wants its own copy
-        rows = rows.copy()
-    return torch.from_numpy(rows).to(dtype)
-
-
 def _check_k(k: int, n: int, what: str) -> None:
     if not 1 <= k <= n:
         raise ConfigError(f"k must be between 1 and the {what} size {n}, got {k}")
@@ -148,75 +145,69 @@ def _search(x, y, k, opt: KnnOptions, both: bool) -> list[np.ndarray]:
         _check_k(k, x.shape[0], "query set")
     configure_threads()
     precision = opt.resolved_precision()
-    kc = opt.widened(k, precision)
-    fwd = TopKLists(x.shape[0], min(kc, y.shape[0]))
-    bwd = TopKLists(y.shape[0], min(kc, x.shape[0])) if both else None
-    _scan(x, y, fwd, bwd, opt, _TORCH[precision])
     if precision == "float32":
+        fwd = TopKLists(x.shape[0], k)
+        bwd = TopKLists(y.shape[0], k) if both else None
+        _scan(x, y, fwd, bwd, opt, torch.float32)
         out = [fwd.values.numpy(), fwd.indices.numpy()]
         return out + [bwd.values.numpy(), bwd.indices.numpy()] if both else out
-    stats_x, stats_y = RoundingStats.of(x), RoundingStats.of(y)
+    with stage("copies"):
+        stats_x, stats_y = RoundingStats.of(x), RoundingStats.of(y)
+    kc = opt.widened(k, precision)
+    fwd = _candidate_lists(stats_x, stats_y, k, kc, x.shape[1])
+    bwd = _candidate_lists(stats_y, stats_x, k, kc, x.shape[1]) if both else None
+    _scan(x, y, fwd, bwd, opt, torch.bfloat16)
     out = list(_exact_from_candidates(fwd, x, y, k, stats_x, stats_y, opt))
     if both:
         out += _exact_from_candidates(bwd, y, x, k, stats_y, stats_x, opt)
     return out
 
 
+def _candidate_lists(stats_q: RoundingStats, stats_db: RoundingStats, k: int, kc: int, d: int
+                     ) -> TopKLists:
+    """Lists of ``min(kc, database rows)`` candidates, with the bfloat16 window unless they
+    hold every database row."""
+    n, m = len(stats_q.norm), len(stats_db.norm)
+    return TopKLists(n, min(kc, m), window(stats_q, stats_db, d, k) if kc < m else None)
+
+
 def _scan(x, y, fwd: TopKLists, bwd: TopKLists | None, opt: KnnOptions, dtype) -> None:
-    """Every ``(block_rows, block_cols)`` product of ``x`` and ``y``, merged into the lists."""
-    g = opt.group
-    rows_pad = -(-opt.block_rows // g) * g
-    buf = torch.empty(rows_pad * opt.block_cols, dtype=dtype)
-    chunks = range(0, y.shape[0], opt.chunk_rows)
-    with progress_bar(x.shape[0] * len(chunks), "k-NN", unit="row") as bar:
-        for s0 in chunks:
-            chunk = _block(y, s0, s0 + opt.chunk_rows, dtype)  # (<= chunk_rows, d)
-            for r0 in range(0, x.shape[0], opt.block_rows):
-                xb = _block(x, r0, r0 + opt.block_rows, dtype)  # (r, d)
-                r, rp = len(xb), -(-len(xb) // g) * g
-                for c0 in range(0, len(chunk), opt.block_cols):
-                    yb = chunk[c0 : c0 + opt.block_cols]  # (c, d)
-                    sims = buf[: rp * len(yb)].view(rp, len(yb))  # (rp, c), contiguous
-                    torch.mm(xb, yb.T, out=sims[:r])
-                    sims[r:] = -torch.inf
-                    update_both(sims, r, fwd, r0, bwd, s0 + c0, g)
-                bar.update(r)
+    """Every ``(block_rows, block_cols)`` product of ``x`` and ``y``, merged into the lists,
+    on as many workers as :func:`configure_threads` chose threads (:mod:`.scan`)."""
+    blocks = Blocks(opt.block_rows, opt.block_cols, opt.chunk_rows, opt.group)
+    scan(x, y, fwd, bwd, blocks, dtype, configure_threads().threads)
 
 
 def _exact_from_candidates(lists: TopKLists, q, db, k, stats_q, stats_db, opt
                            ) -> tuple[np.ndarray, np.ndarray]:
     """Re-score the bfloat16 candidates in float32; search uncertified rows again exactly."""
-    D, I = rescore(q, db, lists.indices.numpy(), k)  # noqa: E741
-    ok = certified(D[:, k - 1], lists.values[:, -1].numpy(), stats_q, stats_db, q.shape[1])
-    if lists.k >= db.shape[0]:  # every database row is a candidate
-        ok[:] = True
+    with stage("certification"):
+        if lists.window is None:  # every database row is a candidate
+            m = np.full(lists.n, -np.inf)
+        else:
+            m = lists.thresholds(0, lists.n).double().numpy()
+        a = slack(stats_q, stats_db, q.shape[1])
+        D, I, ok = exact_lists(lists.values, lists.indices, m, q, db, k, a,  # noqa: E741
+                               configure_threads().threads)
     bad = np.flatnonzero(~ok)
     logger.info("bfloat16 k-NN: %d of %d lists certified, %d searched again in float32",
                 len(ok) - len(bad), len(ok), len(bad))
     if len(bad):
         exact = KnnOptions(block_rows=opt.block_rows, block_cols=opt.block_cols,
                            precision="float32", chunk_rows=opt.chunk_rows, group=opt.group)
-        D[bad], I[bad] = knn(np.asarray(q[bad]), db, k, exact)
+        with stage("fallback"), paused():
+            q_bad = np.asarray(q[bad])
+            D[bad], I[bad] = canonical_lists(q_bad, db, *knn(q_bad, db, k, exact))
     return D, I
 
 
-def rescore(queries: np.ndarray, database: np.ndarray, candidates: np.ndarray, k: int,
-            block: int = 1024) -> tuple[np.ndarray, np.ndarray]:
-    """Exact float32 top-``k`` among ``candidates (nq, c)`` database rows of each query."""
-    nq, c = candidates.shape
-    D = np.empty((nq, k), dtype=np.float32)
-    I = np.empty((nq, k), dtype=np.int64)  # noqa: E741
-    for r0 in range(0, nq, block):
-        cand = candidates[r0 : r0 + block]  # (b, c)
-        uniq, inverse = np.unique(cand, return_inverse=True)
-        vecs = torch.from_numpy(np.ascontiguousarray(database[uniq], dtype=np.float32))
-        q = _block(queries, r0, r0 + len(cand), torch.float32)  # (b, d)
-        gathered = vecs[torch.from_numpy(inverse.reshape(cand.shape))]  # (b, c, d)
-        sims = torch.bmm(gathered, q[:, :, None]).squeeze(2)  # (b, c)
-        best_v, pos = sims.topk(k, dim=1)
-        D[r0 : r0 + len(cand)] = best_v.numpy()
-        I[r0 : r0 + len(cand)] = np.take_along_axis(cand, pos.numpy(), axis=1)
-    return D, I
+def rescore(queries: np.ndarray, database: np.ndarray, candidates: np.ndarray, k: int
+            ) -> tuple[np.ndarray, np.ndarray]:
+    """Exact top-``k`` among ``candidates (nq, c)`` database rows of each query (``-1``:
+    none), scored as :func:`canonical_lists` does; equal scores: lower index first."""
+    D, I = canonical_lists(queries, database, np.zeros(candidates.shape, np.float32),  # noqa: E741
+                           candidates)
+    return D[:, :k], I[:, :k]
 
 
 def canonical_lists(queries: np.ndarray, database: np.ndarray, D: np.ndarray, I: np.ndarray,  # noqa: E741

@@ -1,45 +1,68 @@
-"""Running top-k lists and the block screen that feeds them: exact, vectorised, two passes.
+"""Running top-k lists and the block screen that feeds them: exact, vectorised, one thread.
 
-For a similarity block ``S (r, c)`` (rows: queries ``r0 + i``, columns: database rows
-``c0 + j``) both directions are served from the same block:
+For a similarity block ``S (rp, cp)`` (rows: queries ``r0 + i``, columns: database rows
+``c0 + j``; rows past ``r`` and columns past ``c`` are padding, ``-inf``) both directions
+are served from the same block, each by its own screen:
 
-1. **one pass over S**: maxima over groups of ``g`` consecutive rows, ``M (r/g, c)``
-   (an outer reduction: contiguous, vectorised, memory-bound);
-2. **screen on M** (``g`` times smaller): group ``a`` at column ``j`` can hold a new
-   entry of a row list only if ``M[a, j]`` beats the smallest current k-th best of the
-   group's rows, and of column ``j``'s list only if it beats that list's k-th best;
-3. **gather** the ``g`` entries of each flagged ``(a, j)`` and keep the ones that beat
-   their own row's or column's k-th best (a few per row over a whole search: after
-   ``t`` columns a new entry enters a top-k with probability about ``k / t``);
-4. **merge** those candidates into the lists: one sort of the candidates, one ``topk``
-   over the touched lists beside their new entries (no Python loop).
+1. **group maxima**, one pass over ``S`` per direction, each an outer reduction
+   (contiguous, vectorised): for the column lists the maxima over ``g`` consecutive rows,
+   ``(rp/g, cp)``; for the row lists the maxima over ``g`` columns ``cp/g`` apart,
+   ``(rp, cp/g)`` (strided, so that the reduction stays an outer one);
+2. **screen** the maxima (``g`` times fewer) against each list's own threshold: a group
+   can hold a new entry only if its maximum beats it;
+3. **gather** the ``g`` entries of each flagged group and keep those that beat the
+   threshold (after ``t`` columns a new entry enters a top-k with probability ~``k/t``);
+4. **merge** them into the lists: one sort of the candidates, one ``topk`` over the
+   touched lists beside their new entries (no Python loop).
 
-Lists that are not yet full (the first block of each row or column) take a dense
-path: ``topk`` along the rows; along the columns, the k-th largest group maximum is a
-lower bound of the k-th best entry, so it serves as the first threshold. Like faiss'
-result handlers (a heap per query fed only entries that beat its current k-th best),
-but with the test done on group maxima, so that per block the full matrix is read
-once, not once per direction.
+A list's **threshold**: an entry at or below it can never be among the list's final
+entries, so it is dropped. It is the list's current ``k``-th best (``-inf`` while not
+full), raised, while the list is not yet full, by a lower bound from the block itself
+(the ``k``-th largest group maximum of the list, made inclusive: each group maximum is a
+distinct entry). Lists with a **window** (:class:`Window`: the bfloat16 search's
+candidates) keep only entries within ``rel |v| + slack`` below their ``keep``-th best
+``v``: the threshold is at least that cut, which on sparse data is far above the ``k``-th
+best, so that few entries are gathered and merged. Thresholds only rise, so everything a
+list dropped is at or below its final threshold (:meth:`TopKLists.thresholds`).
+
+Every call runs on the calling thread (:mod:`.scan` runs one worker per core), so there
+are no OpenMP barriers between the many small steps.
 """
 
 from __future__ import annotations
 
-import contextlib
+from dataclasses import dataclass
 
 import torch
 
-GROUP = 16  # rows per group in the screen
-DENSE_FRACTION = 0.5  # above this share of flagged groups a dense top-k is cheaper
+GROUP = 16  # entries per group of the screen
+_NEG_INF = torch.tensor(-torch.inf)
+
+
+@dataclass(frozen=True)
+class Window:
+    """Keep only entries above ``keep``-th best ``v`` minus ``rel * |v| + slack[list]``."""
+
+    keep: int
+    rel: float
+    slack: torch.Tensor  # (n,) float32, >= 0
+
+    def cut(self, kth: torch.Tensor, slack: torch.Tensor) -> torch.Tensor:
+        """Strictly below ``kth`` (``-inf`` stays ``-inf``), nondecreasing in ``kth``;
+        ``slack``: that of the lists of ``kth``."""
+        return torch.nextafter(kth - (self.rel * kth.abs() + slack), _NEG_INF)
 
 
 class TopKLists:
     """``n`` running lists of the ``k`` largest values: ``values (n, k)`` descending
     (``-inf`` where empty), ``indices (n, k) int64`` (``-1`` where empty)."""
 
-    def __init__(self, n: int, k: int) -> None:
+    def __init__(self, n: int, k: int, window: Window | None = None) -> None:
         self.n, self.k = n, k
+        self.window = window if window is not None and window.keep <= k else None
         self.values = torch.full((n, k), -torch.inf, dtype=torch.float32)
         self.indices = torch.full((n, k), -1, dtype=torch.int64)
+        self._thr = torch.full((n,), -torch.inf, dtype=torch.float32)  # kept up to date
 
     def kth(self, start: int, stop: int) -> torch.Tensor:
         """``(stop - start,)`` current k-th best of each list (``-inf`` if not full)."""
@@ -48,14 +71,36 @@ class TopKLists:
     def is_full(self, start: int, stop: int) -> bool:
         return not bool(torch.isneginf(self.kth(start, stop)).any())
 
-    def merge_dense(self, start: int, vals: torch.Tensor, idx: torch.Tensor) -> None:
-        """Merge ``vals, idx (r, m)`` into lists ``start .. start + r`` (every one)."""
-        rows = slice(start, start + len(vals))
-        v = torch.cat([self.values[rows], vals.float()], dim=1)
-        i = torch.cat([self.indices[rows], idx], dim=1)
-        best, pos = v.topk(self.k, dim=1)
-        self.values[rows] = best
-        self.indices[rows] = i.gather(1, pos)
+    def settled(self, start: int, stop: int) -> bool:
+        """Every list ``start..stop`` has its own threshold above ``-inf`` (full, or, with a
+        window, holding ``keep`` entries): a bound from a block rarely raises it then."""
+        return not bool(torch.isneginf(self._thr[start:stop]).any())
+
+    def thresholds(self, start: int, stop: int) -> torch.Tensor:
+        """``(stop - start,)``: entries at or below these are dropped by lists ``start..stop``
+        (the ``k``-th best, raised to the window's cut; a view, kept up to date)."""
+        return self._thr[start:stop]
+
+    def _threshold_of(self, values: torch.Tensor, rows) -> torch.Tensor:
+        thr = values[:, -1]
+        if self.window is not None:
+            cut = self.window.cut(values[:, self.window.keep - 1], self.window.slack[rows])
+            thr = torch.maximum(thr, cut)
+        return thr
+
+    @property
+    def bound_rank(self) -> int:
+        """How many of a list's largest values :meth:`bound_thresholds` reads: ``keep``
+        with a window (its cut is what binds), else ``k``."""
+        return self.window.keep if self.window is not None else self.k
+
+    def bound_thresholds(self, lower: torch.Tensor, start: int) -> torch.Tensor:
+        """Thresholds of lists ``start..`` from ``lower (u, bound_rank)``: descending values
+        that are each at most a distinct entry of the list (group maxima of a block)."""
+        if self.window is not None:
+            slack = self.window.slack[start : start + len(lower)]
+            return self.window.cut(lower[:, self.window.keep - 1], slack)
+        return torch.nextafter(lower[:, -1], _NEG_INF)  # inclusive: x > t <=> x >= kth
 
     def merge_sparse(self, rows: torch.Tensor, idx: torch.Tensor, vals: torch.Tensor) -> None:
         """Merge candidates ``(rows[p], idx[p], vals[p])``, any number per list.
@@ -67,7 +112,8 @@ class TopKLists:
         if rows.numel() == 0:
             return
         k = self.k
-        order = torch.sort(_row_then_value_desc(rows, vals)).indices
+        # stable: equal values of a list stay in arrival order, which is index order
+        order = torch.sort(_row_then_value_desc(rows, vals), stable=True).indices
         rows, idx, vals = rows[order], idx[order], vals[order]
         rank = _rank_in_run(rows)
         keep = (rank < k).nonzero().squeeze(1)
@@ -79,11 +125,20 @@ class TopKLists:
         new_i = torch.full((len(touched), k), -1, dtype=torch.int64)
         new_v[slot, rank] = vals.float()
         new_i[slot, rank] = idx
-        v = torch.cat([self.values[touched], new_v], dim=1)  # (u, 2k)
-        i = torch.cat([self.indices[touched], new_i], dim=1)
-        best, pos = v.topk(k, dim=1)
-        self.values[touched] = best
-        self.indices[touched] = i.gather(1, pos)
+        self._merge_rows(touched, new_v, new_i)
+
+    def merge_lists(self, other: TopKLists, start: int = 0) -> None:
+        """Merge the lists of ``other`` (any ``k``) into lists ``start .. start + other.n``."""
+        self._merge_rows(slice(start, start + other.n), other.values, other.indices)
+
+    def _merge_rows(self, rows, new_v: torch.Tensor, new_i: torch.Tensor) -> None:
+        v = torch.cat([self.values[rows], new_v], dim=1)
+        i = torch.cat([self.indices[rows], new_i], dim=1)
+        pos = _value_then_index_key(v, i).topk(self.k, dim=1).indices  # ties: lower index
+        best = v.gather(1, pos)
+        self.values[rows] = best
+        self.indices[rows] = i.gather(1, pos)
+        self._thr[rows] = self._threshold_of(best, rows)
 
 
 def _row_then_value_desc(rows: torch.Tensor, vals: torch.Tensor) -> torch.Tensor:
@@ -92,6 +147,14 @@ def _row_then_value_desc(rows: torch.Tensor, vals: torch.Tensor) -> torch.Tensor
     monotone = torch.where(bits < 0, bits ^ 0x7FFFFFFF, bits)  # int order == float order
     low = (~monotone).to(torch.int64) + (1 << 31)  # descending, in [0, 2^32)
     return (rows.to(torch.int64) << 32) | low
+
+
+def _value_then_index_key(vals: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
+    """int64 keys whose largest are the largest ``vals``, then the lowest ``idx`` (an
+    empty slot, ``-1``, last among equals); ``0 <= idx < 2^32 - 1`` otherwise."""
+    bits = vals.contiguous().view(torch.int32)
+    monotone = torch.where(bits < 0, bits ^ 0x7FFFFFFF, bits).to(torch.int64)
+    return (monotone << 32) | (0xFFFFFFFF - idx).bitwise_and_(0xFFFFFFFF)
 
 
 def _rank_in_run(sorted_rows: torch.Tensor) -> torch.Tensor:
@@ -104,94 +167,77 @@ def _rank_in_run(sorted_rows: torch.Tensor) -> torch.Tensor:
     return pos - run_start
 
 
-def update_both(sims: torch.Tensor, r: int, fwd: TopKLists, r0: int,
-                bwd: TopKLists | None, c0: int, group: int = GROUP) -> None:
-    """Merge a block into the row lists ``fwd`` and (if given) the column lists ``bwd``.
+def update_both(sims: torch.Tensor, r: int, c: int, fwd: TopKLists | None, r0: int,
+                bwd: TopKLists | None, c0: int, group: int = GROUP, *,
+                first_list: int | None = None, column_hits: list | None = None) -> None:
+    """Merge a block into the row lists ``fwd`` and the column lists ``bwd`` (either ``None``).
 
     Args:
-        sims: ``(rp, c)`` contiguous, ``rp`` a multiple of ``group``; rows ``r .. rp`` are
-            padding filled with ``-inf``.
-        r: real rows of the block (queries ``r0 .. r0 + r``).
+        sims: ``(rp, cp)`` contiguous, both multiples of ``group``; entries outside
+            ``[:r, :c]`` are padding, ``-inf``.
+        r, c: real rows (queries ``r0 .. r0 + r``) and columns (database rows ``c0 .. c0 + c``).
         fwd: lists of the queries; candidates are ``c0 + j``.
         bwd: lists of the database rows ``c0 .. c0 + c``; candidates are ``r0 + i``.
+        first_list: the number of column ``c0``'s list in ``bwd`` (default ``c0``: a
+            chunk's own lists start at 0).
+        column_hits: if given, the column lists' new entries ``(lists, candidates,
+            values)`` are appended to it instead of merged (a row block touches each
+            column list once, so its blocks' entries can be merged in one call).
     """
-    rp, c = sims.shape
-    screen_rows = fwd.is_full(r0, r0 + r)
-    if not screen_rows:
-        v, i = sims[:r].topk(min(fwd.k, c), dim=1)
-        fwd.merge_dense(r0, v, i + c0)
-    if bwd is None and not screen_rows:
-        return
-    blocks = sims.view(rp // group, group, c)  # (groups, g, c)
-    gmax = blocks.amax(dim=1)  # (groups, c): the one full pass, on every thread
-    with _one_thread():  # the rest is many small steps: no OpenMP barriers between them
-        _screen(blocks, gmax, r, fwd if screen_rows else None, r0, bwd, c0)
-
-
-def _screen(blocks: torch.Tensor, gmax: torch.Tensor, r: int, fwd: TopKLists | None, r0: int,
-            bwd: TopKLists | None, c0: int) -> None:
-    """Steps 2-4 of the module docstring for the lists given (``None``: done densely)."""
-    groups, group, c = blocks.shape
-    rp = groups * group
-    inf = torch.full((1,), torch.inf)
-    row_thr = torch.cat([fwd.kth(r0, r0 + r), inf.expand(rp - r)]) if fwd else None
-    col_thr = _column_thresholds(gmax, bwd, c0, -(-r // group)) if bwd else None
-    lo = _lowest(row_thr, col_thr, group)  # (groups, c) or broadcastable
-    a, j = (gmax > lo).nonzero(as_tuple=True)  # flagged (group, column) pairs
+    rp, cp = sims.shape
+    view = sims.view(rp // group, group, cp)  # (a, t, j) is row a * group + t of column j
+    gmax = view.amax(dim=1)  # (groups, cp): the one full pass
+    b0 = c0 if first_list is None else first_list
+    row_thr = _row_thresholds(sims, r, fwd, r0, group) if fwd is not None else None
+    col_thr = _column_thresholds(gmax, c, bwd, b0) if bwd is not None else None
+    flags = None
+    if row_thr is not None:
+        flags = gmax > row_thr.view(-1, group).amin(dim=1)[:, None]
+    if col_thr is not None:
+        col_flags = gmax > col_thr[None, :]
+        flags = col_flags if flags is None else flags.logical_or_(col_flags)
+    a, j = flags.nonzero(as_tuple=True)  # flagged (group, column) pairs
     if a.numel() == 0:
         return
-    if a.numel() > DENSE_FRACTION * gmax.numel():  # thresholds still weak: go dense
-        _dense(blocks.view(rp, c), r, fwd, r0, bwd, c0)
-        return
-    vals = blocks[a, :, j].reshape(-1)  # (p * g,): the g entries of each flagged pair
-    rows = (a[:, None] * group + torch.arange(group)).reshape(-1)  # block-local rows
-    cols = j.repeat_interleave(group)
-    if fwd is not None:
-        hit = (vals > row_thr[rows]).nonzero().squeeze(1)
-        fwd.merge_sparse(r0 + rows[hit], c0 + cols[hit], vals[hit])
-    if bwd is not None:
-        hit = (vals > col_thr[cols]).nonzero().squeeze(1)
-        bwd.merge_sparse(c0 + cols[hit], r0 + rows[hit], vals[hit])
+    vals = view[a, :, j]  # (p, group): the entries of each flagged group
+    if row_thr is not None:
+        pa, t = (vals > row_thr.view(-1, group)[a]).nonzero(as_tuple=True)
+        fwd.merge_sparse(r0 + a[pa] * group + t, c0 + j[pa], vals[pa, t])
+    if col_thr is not None:
+        pa, t = (vals > col_thr[j][:, None]).nonzero(as_tuple=True)
+        hits = (b0 + j[pa], r0 + a[pa] * group + t, vals[pa, t])
+        if column_hits is None:
+            bwd.merge_sparse(*hits)
+        else:
+            column_hits.append(hits)
 
 
-@contextlib.contextmanager
-def _one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(threads)
+def _padded(thr: torch.Tensor, length: int) -> torch.Tensor:
+    if len(thr) == length:
+        return thr
+    return torch.cat([thr, torch.full((length - len(thr),), torch.inf)])
 
 
-def _column_thresholds(gmax: torch.Tensor, bwd: TopKLists, c0: int, real_groups: int
-                       ) -> torch.Tensor:
-    """``(c,)`` float32: each column list's k-th best, or for a list not yet full a lower
-    bound of the block's own k-th best (the k-th largest group maximum, made inclusive)."""
-    thr = bwd.kth(c0, c0 + gmax.shape[1]).clone()
-    empty = torch.isneginf(thr)
-    if bool(empty.any()) and real_groups >= bwd.k:
-        kth_group = gmax[:real_groups].topk(bwd.k, dim=0).values[-1].float()  # (c,)
-        inclusive = torch.nextafter(kth_group, torch.tensor(-torch.inf))  # x > t  <=>  x >= kth
-        thr = torch.where(empty, inclusive, thr)
-    return thr
+def _row_thresholds(sims: torch.Tensor, r: int, lists: TopKLists, r0: int, group: int
+                    ) -> torch.Tensor:
+    """``(rp,)``: the row lists' thresholds (padding rows ``+inf``); lists not yet settled
+    are raised to a bound from maxima over groups of ``group`` columns ``cp / group``
+    apart (an outer reduction, so only then a second pass over the block)."""
+    rp, cp = sims.shape
+    thr = lists.thresholds(r0, r0 + r)
+    stride = cp // group
+    if stride >= lists.bound_rank and not lists.settled(r0, r0 + r):
+        strided = sims[:r].view(r, group, stride).amax(dim=1)  # (r, stride)
+        lower = strided.float().topk(lists.bound_rank, dim=1).values
+        thr = torch.maximum(thr, lists.bound_thresholds(lower, r0))
+    return _padded(thr, rp)
 
 
-def _lowest(row_thr: torch.Tensor | None, col_thr: torch.Tensor | None, group: int
-            ) -> torch.Tensor:
-    """The screen threshold of each (group, column): the lower of the two lists' bars."""
-    if row_thr is None:
-        return col_thr[None, :]
-    group_min = row_thr.view(-1, group).amin(dim=1)[:, None]  # (groups, 1)
-    return group_min if col_thr is None else torch.minimum(group_min, col_thr[None, :])
-
-
-def _dense(sims, r, fwd, r0, bwd, c0) -> None:
-    """Plain top-k of the block for the lists given."""
-    c = sims.shape[1]
-    if fwd is not None:
-        v, i = sims[:r].topk(min(fwd.k, c), dim=1)
-        fwd.merge_dense(r0, v, i + c0)
-    if bwd is not None:
-        v, i = sims[:r].topk(min(bwd.k, r), dim=0)  # (kk, c)
-        bwd.merge_dense(c0, v.T, i.T + r0)
+def _column_thresholds(gmax: torch.Tensor, c: int, lists: TopKLists, b0: int) -> torch.Tensor:
+    """``(cp,)``: the column lists' thresholds (padding columns ``+inf``); lists not yet
+    settled are raised to a bound from the block's group maxima."""
+    thr = lists.thresholds(b0, b0 + c)
+    if len(gmax) >= lists.bound_rank and not lists.settled(b0, b0 + c):
+        lower = gmax[:, :c].T.float().topk(lists.bound_rank, dim=1).values  # (c, rank)
+        thr = torch.maximum(thr, lists.bound_thresholds(lower, b0))
+    return _padded(thr, gmax.shape[1])

@@ -1,0 +1,165 @@
+"""The pass over every similarity block: one worker per thread, each on its own row blocks.
+
+The database is read in chunks of ``chunk_rows`` rows, converted once to the product's
+dtype (piece by piece, so a memory-mapped float32 chunk is never copied whole). Within a
+chunk the query row blocks are handed out in order to ``workers`` Python threads; each
+multiplies its block with every column block of the chunk (``torch.mm`` on one thread:
+no OpenMP barriers, which stall on a shared machine) and screens the result at once
+(:func:`.topk.update_both`), while the other workers multiply. Torch releases the GIL
+inside its operators, so the workers run in parallel; selection, formerly on one thread
+beside two-thread products, now runs on every core.
+
+The row lists are shared (each worker writes only the rows of its blocks); the column
+lists of a chunk are one set per worker, merged after the chunk, so no worker waits for
+another. Each worker owns one block buffer (no allocation per block); partial blocks
+(the last rows or columns) are padded to multiples of the screen group with ``-inf``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import threading
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from ..progress import progress_bar
+from .profile import stage
+from .topk import TopKLists, Window, update_both
+
+CONVERT_ROWS = 65536  # rows converted at once when a chunk is read
+
+
+def as_tensor(a: np.ndarray, start: int, stop: int, dtype: torch.dtype) -> torch.Tensor:
+    """Rows ``start..stop`` of ``a`` (array or memmap) as a new ``dtype`` tensor, converted
+    ``CONVERT_ROWS`` at a time (no float32 copy of the whole range)."""
+    stop = min(stop, a.shape[0])
+    out = torch.empty((stop - start, a.shape[1]), dtype=dtype)
+    for s in range(start, stop, CONVERT_ROWS):
+        e = min(s + CONVERT_ROWS, stop)
+        rows = np.ascontiguousarray(a[s:e], dtype=np.float32)
+        if not rows.flags.writeable:  # a read-only memmap slice: torch wants its own copy
+            rows = rows.copy()
+        out[s - start : e - start] = torch.from_numpy(rows)
+    return out
+
+
+def run_parallel(fn, items, workers: int) -> None:
+    """``fn(item)`` for every item, on ``workers`` threads of one torch thread each (the
+    context, e.g. an active profile, is copied into each)."""
+    items = list(items)
+    workers = max(1, min(workers, len(items)))
+    if workers == 1:
+        for item in items:
+            fn(item)
+        return
+    ctx = contextvars.copy_context()
+    with _torch_threads(1), ThreadPoolExecutor(workers) as pool:
+        for job in [pool.submit(ctx.copy().run, fn, item) for item in items]:
+            job.result()
+
+
+@dataclass(frozen=True)
+class Blocks:
+    rows: int
+    cols: int
+    chunk: int
+    group: int
+
+
+class _RowBlocks:
+    """Hands out query row blocks in order to the workers, and counts the rows done."""
+
+    def __init__(self, n: int, rows: int, bar) -> None:
+        self._starts = iter(range(0, n, rows))
+        self._lock = threading.Lock()
+        self._bar = bar
+
+    def next(self) -> int | None:
+        with self._lock:
+            return next(self._starts, None)
+
+    def done(self, rows: int) -> None:
+        with self._lock:
+            self._bar.update(rows)
+
+
+@contextlib.contextmanager
+def _torch_threads(n: int) -> Iterator[None]:
+    before = torch.get_num_threads()
+    if before != n:
+        torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        if torch.get_num_threads() != before:
+            torch.set_num_threads(before)
+
+
+def scan(x: np.ndarray, y: np.ndarray, fwd: TopKLists, bwd: TopKLists | None, blocks: Blocks,
+         dtype: torch.dtype, workers: int) -> None:
+    """Every ``(blocks.rows, blocks.cols)`` product of ``x`` and ``y``, merged into the lists."""
+    workers = max(1, min(workers, -(-x.shape[0] // blocks.rows)))
+    chunks = range(0, y.shape[0], blocks.chunk)
+    with progress_bar(x.shape[0] * len(chunks), "k-NN", unit="row") as bar, \
+            _torch_threads(1), ThreadPoolExecutor(workers) as pool:
+        for s0 in chunks:
+            with stage("copies"):
+                chunk = as_tensor(y, s0, s0 + blocks.chunk, dtype)  # (<= chunk rows, d)
+            col_lists = [_chunk_lists(bwd, s0, len(chunk)) for _ in range(workers)]
+            queue = _RowBlocks(x.shape[0], blocks.rows, bar)
+            ctx = contextvars.copy_context()
+            jobs = [pool.submit(ctx.copy().run, _work, x, chunk, fwd, col_lists[w], s0, queue,
+                                blocks, dtype) for w in range(workers)]
+            for job in jobs:
+                job.result()
+            if bwd is not None:
+                with stage("selection"):
+                    for lists in col_lists:
+                        bwd.merge_lists(lists, s0)
+
+
+def _chunk_lists(bwd: TopKLists | None, s0: int, rows: int) -> TopKLists | None:
+    """Empty column lists for one worker and one chunk (its window sliced to the chunk)."""
+    if bwd is None:
+        return None
+    window = bwd.window
+    if window is not None:
+        window = Window(window.keep, window.rel, window.slack[s0 : s0 + rows])
+    return TopKLists(rows, bwd.k, window)
+
+
+def _work(x: np.ndarray, chunk: torch.Tensor, fwd: TopKLists, bwd: TopKLists | None, s0: int,
+          queue: _RowBlocks, blocks: Blocks, dtype: torch.dtype) -> None:
+    """One worker: take row blocks until none is left; multiply and screen each."""
+    g = blocks.group
+    rows_pad, cols_pad = _pad(blocks.rows, g), _pad(min(blocks.cols, len(chunk)), g)
+    buf = torch.empty(rows_pad * cols_pad, dtype=dtype)
+    while (r0 := queue.next()) is not None:
+        with stage("copies"):
+            xb = as_tensor(x, r0, r0 + blocks.rows, dtype)  # (r, d)
+        r, rp = len(xb), _pad(len(xb), g)
+        hits: list = []  # the column lists' entries from this row block, merged at its end
+        for c0 in range(0, len(chunk), blocks.cols):
+            yb = chunk[c0 : c0 + blocks.cols]  # (c, d)
+            c, cp = len(yb), _pad(len(yb), g)
+            sims = buf[: rp * cp].view(rp, cp)
+            with stage("products"):
+                if (rp, cp) != (r, c):
+                    sims.fill_(-torch.inf)
+                torch.mm(xb, yb.T, out=sims[:r, :c])
+            with stage("selection"):
+                update_both(sims, r, c, fwd, r0, bwd, s0 + c0, g, first_list=c0,
+                            column_hits=hits)
+        if hits:
+            with stage("selection"):
+                bwd.merge_sparse(*(torch.cat(part) for part in zip(*hits, strict=True)))
+        queue.done(r)
+
+
+def _pad(n: int, g: int) -> int:
+    return -(-n // g) * g

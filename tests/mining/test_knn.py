@@ -106,8 +106,8 @@ def test_every_exact_backend_is_exact(backend):
 
 # ------------------------------------------------------------- contracts (issue 21.1)
 
-@pytest.mark.parametrize("k,expected", [(1, 17), (4, 20), (16, 32), (20, 40), (100, 200)])
-def test_bfloat16_keeps_max_of_2k_and_k_plus_16_candidates_by_default(k, expected):
+@pytest.mark.parametrize("k,expected", [(1, 9), (4, 12), (16, 24), (100, 108)])
+def test_bfloat16_keeps_k_plus_8_candidates_by_default(k, expected):
     assert KnnOptions().widened(k, "bfloat16") == expected
     assert KnnOptions(candidates=3).widened(k, "bfloat16") == max(k, 3)  # never fewer than k
     assert KnnOptions(candidates=3).widened(k, "float32") == k  # float32 keeps k: no re-scoring

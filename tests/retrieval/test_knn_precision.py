@@ -24,7 +24,7 @@ def near_ties(m):
 
 def certificate_counts(log: str) -> tuple[int, int, int]:
     """(certified, lists, searched again) from the bfloat16 search's log line."""
-    found = re.search(r"(\d+) of (\d+) lists certified, (\d+) searched again in float32", log)
+    found = re.search(r"(\d+) of (\d+) lists certified, (\d+) searched again in", log)
     return tuple(map(int, found.groups()))
 
 
@@ -40,31 +40,41 @@ def test_near_ties_below_bfloat16_resolution_are_still_exact(caplog):
 
 
 def test_lists_holding_every_database_row_need_no_second_search(caplog):
-    """The same near-ties, but k' = max(2k, k + 16) = 20 candidates of 20 database rows: the
-    re-scored candidates are the whole database, exact without a certificate."""
+    """The same near-ties, but k' = 20 candidates of 20 database rows: the re-scored
+    candidates are the whole database, exact without a certificate."""
     x, y = near_ties(20)
     caplog.set_level("INFO", logger="disembed.retrieval.knn")
-    D, I = knn(x, y, 4, KnnOptions(precision="bfloat16"))  # noqa: E741
+    D, I = knn(x, y, 4, KnnOptions(precision="bfloat16", candidates=20))  # noqa: E741
     assert_exact_knn(D, I, x, y, 4, atol=1e-4)  # float32 rounding of scores near 40
     assert certificate_counts(caplog.text) == (50, 50, 0)
 
 
-def test_the_search_again_keeps_the_callers_blocks_chunks_and_group(monkeypatch):
-    """Lists the certificate rejects are searched again in float32 with the caller's block
-    sizes, memory bound (chunk_rows) and screen group, not the defaults."""
+def test_the_search_again_keeps_the_callers_blocks_chunks_and_group(monkeypatch, caplog):
+    """Lists the certificate rejects are searched again, first in bfloat16 with
+    WIDE_CANDIDATES candidates, then (those still uncertified) in float32, each with the
+    caller's block sizes, memory bound (chunk_rows) and screen group, not the defaults."""
     knn_module = importlib.import_module("disembed.retrieval.knn")
     scan, scans = knn_module._scan, []
 
     def recording_scan(x, y, fwd, bwd, opt, dtype):
-        scans.append((opt.block_rows, opt.block_cols, opt.chunk_rows, opt.group, dtype))
+        scans.append((opt.block_rows, opt.block_cols, opt.chunk_rows, opt.group, dtype, fwd.k,
+                      len(x)))
         scan(x, y, fwd, bwd, opt, dtype)
 
     monkeypatch.setattr(knn_module, "_scan", recording_scan)
+    caplog.set_level("INFO", logger="disembed.retrieval.knn")
     x, y = near_ties(200)
     options = KnnOptions(precision="bfloat16", candidates=6, block_rows=9, block_cols=13,
                          chunk_rows=50, group=2)
     assert_exact_knn(*knn(x, y, 4, options), x, y, 4)
-    assert scans == [(9, 13, 50, 2, torch.bfloat16), (9, 13, 50, 2, torch.float32)]
+    lines = re.findall(r"(\d+) of (\d+) lists certified, (\d+) searched again in (\w+)",
+                       caplog.text)
+    (_, n1, again1, how1), (_, n2, again2, how2) = ((int(a), int(b), int(c), d)
+                                                     for a, b, c, d in lines)
+    assert (n1, how1, how2) == (50, "bfloat16", "float32") and n2 == again1 > 0
+    sizes = (9, 13, 50, 2)
+    assert scans == [(*sizes, torch.bfloat16, 6, 50), (*sizes, torch.bfloat16, 64, again1),
+                     (*sizes, torch.float32, 4, again2)]
 
 
 def test_auto_precision_follows_the_probe(monkeypatch):

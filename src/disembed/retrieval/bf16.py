@@ -17,14 +17,16 @@ float32 re-scoring itself). :func:`slack` gives ``A`` per list.
 
 Each list keeps as candidates every database row whose bfloat16 score is above its final
 threshold ``m`` (:mod:`.topk`: the ``k'``-th best, raised to the :func:`window` cut
-``v - 2.1 delta(v)`` below the ``k``-th best ``v``; on sparse data the window holds a few
+``v - 1.5 delta(v)`` below the ``k``-th best ``v``; on sparse data the window holds a few
 rows, on dense data the ``k'`` cap binds). :func:`exact_lists` re-scores the candidates in
 float32, orders them by score, lower index first on ties, and certifies a list when its
 ``k``-th score is **strictly** above ``m + delta(m)``: then every row left out scores
 strictly lower, and the list is the float32 brute-force answer with ties to the lower
-index. Where only the window binds the certificate always holds: the ``k``-th float32
-score is at least ``v - delta(v)`` and ``2.1 > 2 / (1 - 2^-7)``. Lists without it are
-searched again in float32 (:mod:`.knn`).
+index. Where the window binds, the certificate holds unless the ``k``-th score's actual
+bfloat16 error exceeds about half of ``delta`` (a worst case: Cauchy-Schwarz on the
+input rounding, one full ulp on the output), and a window of ``2.02 delta`` would make it
+hold always; the narrower one keeps fewer entries. Lists without the certificate are
+searched again (:mod:`.knn`).
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ logger = logging.getLogger(__name__)
 
 ULP_BF16 = 2.0**-7  # relative size of one bfloat16 ulp (8 significant bits)
 U_FP32 = 2.0**-24
-WINDOW = 2.1  # the candidate window in units of delta: > 2 / (1 - 2^-7) (module docstring)
+WINDOW = 1.5  # the candidate window in units of delta (module docstring)
 _TINY = 2.0**-50  # below this a row's statistics are computed in float64
 _LISTS = 4096  # lists per re-scoring task
 _GATHER = 64  # lists gathered at once (their rows stay in cache)
@@ -59,16 +61,24 @@ class RoundingStats:
     norm_bf: np.ndarray
 
     @classmethod
-    def of(cls, a: np.ndarray, block: int = 16384) -> RoundingStats:
+    def of(cls, a: np.ndarray, block: int = 8192, workers: int = 1) -> RoundingStats:
         """Float32 norms (one vectorised pass) inflated by their rounding bound; rows too
-        small or too large for that (squares that underflow or overflow) in float64."""
+        small or too large for that (squares that underflow or overflow) in float64.
+        Blocks of ``block`` rows on ``workers`` threads."""
         err, norm, norm_bf = (np.empty(len(a)) for _ in range(3))
-        for s in range(0, len(a), block):
+
+        def one(s: int) -> None:
             x = torch.from_numpy(np.array(a[s : s + block], dtype=np.float32))
             xb = x.to(torch.bfloat16).float()
             rows = slice(s, s + len(x))
             err[rows], norm[rows], norm_bf[rows] = (_norm_upper(v) for v in (xb - x, x, xb))
+
+        run_parallel(one, range(0, len(a), block), workers)
         return cls(err, norm, norm_bf)
+
+    def rows(self, idx: np.ndarray) -> RoundingStats:
+        """The statistics of rows ``idx``."""
+        return RoundingStats(self.err[idx], self.norm[idx], self.norm_bf[idx])
 
 
 def _norm_upper(v: torch.Tensor) -> np.ndarray:
@@ -119,8 +129,12 @@ def exact_lists(values: torch.Tensor, indices: torch.Tensor, m: np.ndarray, quer
                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Exact top-``k`` of each list from its bfloat16 candidates, and its certificate.
 
+    Every candidate is re-scored (a window of 1.5 delta leaves few that the bounds could
+    rule out: pruning by them was measured no faster).
+
     Args:
-        values, indices: ``(n, k')`` candidates (``-inf``, ``-1`` where empty).
+        values, indices: ``(n, k')`` candidates, bfloat16 scores descending (``-inf``,
+            ``-1`` where empty).
         m: ``(n,)`` every database row outside the candidates scored at most this.
         queries, database: the float32 rows (arrays or memmaps).
         a: ``(n,)`` :func:`slack` of the lists.
@@ -137,8 +151,8 @@ def exact_lists(values: torch.Tensor, indices: torch.Tensor, m: np.ndarray, quer
 
     def one(r0: int) -> None:
         for s in range(r0, min(r0 + _LISTS, n), _GATHER):
-            D[s : s + _GATHER], I[s : s + _GATHER] = _rescored(queries, database,
-                                                                idx[s : s + _GATHER], s, k)
+            rows = slice(s, s + _GATHER)
+            D[rows], I[rows] = _rescored(queries, database, idx[rows], s, k)
 
     run_parallel(one, range(0, n, _LISTS), workers)
     ok = D[:, k - 1].astype(np.float64) > _bar(m, a)
@@ -149,10 +163,16 @@ def _rescored(queries, database, idx: np.ndarray, r0: int, k: int
               ) -> tuple[np.ndarray, np.ndarray]:
     """The ``k`` best of ``idx (b, k')`` by float32 score, then lower index."""
     q = np.asarray(queries[r0 : r0 + len(idx)], dtype=np.float32)  # (b, d)
-    vecs = np.take(database, np.maximum(idx, 0), axis=0)  # (b, k', d)
-    if vecs.dtype != np.float32:  # the search sees the rows in float32
-        vecs = vecs.astype(np.float32)
-    scores = np.matmul(vecs, q[:, :, None])[:, :, 0]  # (b, k')
-    scores[idx < 0] = -np.inf
+    scores = _scores(database, idx, q)
     order = np.lexsort((idx, -scores), axis=1)[:, :k]  # score descending, then index
     return np.take_along_axis(scores, order, 1), np.take_along_axis(idx, order, 1)
+
+
+def _scores(database, idx: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """``(b, w)`` float32 scores of rows ``idx (b, w)`` (``-1``: ``-inf``) against ``q``."""
+    vecs = np.take(database, np.maximum(idx, 0), axis=0)  # (b, w, d)
+    if vecs.dtype != np.float32:  # the search sees the rows in float32
+        vecs = vecs.astype(np.float32)
+    scores = np.matmul(vecs, q[:, :, None])[:, :, 0]
+    scores[idx < 0] = -np.inf
+    return scores

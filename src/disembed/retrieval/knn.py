@@ -46,6 +46,8 @@ logger = logging.getLogger(__name__)
 Precision = Literal["auto", "float32", "bfloat16"]
 PRECISIONS = ("auto", "float32", "bfloat16")
 _TORCH = {"float32": torch.float32, "bfloat16": torch.bfloat16}
+#: candidates of the second bfloat16 search of lists the first could not certify
+WIDE_CANDIDATES = 64
 
 
 def normalize_rows(X: np.ndarray) -> np.ndarray:
@@ -62,18 +64,22 @@ class KnnOptions:
     """Block sizes and precision of the exact search.
 
     Args:
-        block_rows: query rows per similarity block.
+        block_rows: query rows per similarity block (at most: the scan evens the blocks
+            out over its workers). Large blocks: fewer early, weak-threshold blocks for
+            the column lists; 4096 x 4096 is 32 MB per worker in bfloat16, 64 MB in
+            float32.
         block_cols: database rows per similarity block.
         precision: ``auto`` (bfloat16 where measured faster, else float32), ``float32``
             or ``bfloat16`` (bfloat16 products, exact float32 re-scoring of
             ``candidates`` per list, certified; see module docstring).
-        candidates: list length kept before re-scoring (bfloat16 only); default
-            ``max(2k, k + 16)``.
+        candidates: most candidates a list keeps for re-scoring (bfloat16 only); default
+            ``k + 8``. Lists whose certificate fails for want of candidates are searched
+            again in bfloat16 with ``WIDE_CANDIDATES``, then in float32.
         chunk_rows: database rows held in memory at once (float32 or bfloat16 copy).
         group: rows per group of the selection screen.
     """
 
-    block_rows: int = 1024
+    block_rows: int = 4096
     block_cols: int = 4096
     precision: Precision = "auto"
     candidates: int | None = None
@@ -99,7 +105,7 @@ class KnnOptions:
     def widened(self, k: int, precision: str) -> int:
         if precision == "float32":
             return k
-        return max(k, self.candidates or max(2 * k, k + 16))
+        return max(k, self.candidates or k + 8)
 
 
 def _as_2d(name: str, a: np.ndarray, dim: int | None = None) -> np.ndarray:
@@ -152,8 +158,14 @@ def _search(x, y, k, opt: KnnOptions, both: bool) -> list[np.ndarray]:
         out = [fwd.values.numpy(), fwd.indices.numpy()]
         return out + [bwd.values.numpy(), bwd.indices.numpy()] if both else out
     with stage("copies"):
-        stats_x, stats_y = RoundingStats.of(x), RoundingStats.of(y)
-    kc = opt.widened(k, precision)
+        workers = configure_threads().threads
+        stats_x, stats_y = (RoundingStats.of(a, workers=workers) for a in (x, y))
+    return _bf16_search(x, y, k, opt, both, stats_x, stats_y, opt.widened(k, precision))
+
+
+def _bf16_search(x, y, k: int, opt: KnnOptions, both: bool, stats_x: RoundingStats,
+                 stats_y: RoundingStats, kc: int) -> list[np.ndarray]:
+    """bfloat16 products, ``kc`` candidates a list, certified float32 answers."""
     fwd = _candidate_lists(stats_x, stats_y, k, kc, x.shape[1])
     bwd = _candidate_lists(stats_y, stats_x, k, kc, x.shape[1]) if both else None
     _scan(x, y, fwd, bwd, opt, torch.bfloat16)
@@ -190,14 +202,21 @@ def _exact_from_candidates(lists: TopKLists, q, db, k, stats_q, stats_db, opt
         D, I, ok = exact_lists(lists.values, lists.indices, m, q, db, k, a,  # noqa: E741
                                configure_threads().threads)
     bad = np.flatnonzero(~ok)
-    logger.info("bfloat16 k-NN: %d of %d lists certified, %d searched again in float32",
-                len(ok) - len(bad), len(ok), len(bad))
+    wide = lists.k < WIDE_CANDIDATES < db.shape[0]
+    logger.info("bfloat16 k-NN: %d of %d lists certified, %d searched again in %s",
+                len(ok) - len(bad), len(ok), len(bad),
+                f"bfloat16 with {WIDE_CANDIDATES} candidates" if wide else "float32")
     if len(bad):
-        exact = KnnOptions(block_rows=opt.block_rows, block_cols=opt.block_cols,
-                           precision="float32", chunk_rows=opt.chunk_rows, group=opt.group)
         with stage("fallback"), paused():
             q_bad = np.asarray(q[bad])
-            D[bad], I[bad] = canonical_lists(q_bad, db, *knn(q_bad, db, k, exact))
+            if wide:  # most lists fail for want of candidates: a second bfloat16 search
+                D[bad], I[bad] = _bf16_search(q_bad, db, k, opt, False, stats_q.rows(bad),
+                                              stats_db, WIDE_CANDIDATES)
+            else:
+                exact = KnnOptions(block_rows=opt.block_rows, block_cols=opt.block_cols,
+                                   precision="float32", chunk_rows=opt.chunk_rows,
+                                   group=opt.group)
+                D[bad], I[bad] = canonical_lists(q_bad, db, *knn(q_bad, db, k, exact))
     return D, I
 
 

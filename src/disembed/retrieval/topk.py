@@ -106,8 +106,10 @@ class TopKLists:
         """Merge candidates ``(rows[p], idx[p], vals[p])``, any number per list.
 
         One sort of the ``p`` candidates (by list, then value) keeps at most ``k`` per
-        list; those are laid out as ``(u, k)`` beside the ``u`` touched lists and one
-        ``topk`` over the ``(u, 2k)`` rows gives the new lists.
+        list; those are laid out as ``(u, h)`` (``h``: the most any list got) beside the
+        ``u`` touched lists, and one stable sort of the ``(u, k + h)`` rows gives the new
+        lists. Candidates must come in index order within a list, each above the list's
+        entries (the scan's order): equal values then keep the lower index.
         """
         if rows.numel() == 0:
             return
@@ -121,20 +123,27 @@ class TopKLists:
         starts = rank == 0
         touched = rows[starts]  # (u,) ascending, one per list
         slot = torch.cumsum(starts, 0) - 1  # which touched list each candidate belongs to
-        new_v = torch.full((len(touched), k), -torch.inf, dtype=torch.float32)
-        new_i = torch.full((len(touched), k), -1, dtype=torch.int64)
+        h = int(rank.max()) + 1
+        new_v = torch.full((len(touched), h), -torch.inf, dtype=torch.float32)
+        new_i = torch.full((len(touched), h), -1, dtype=torch.int64)
         new_v[slot, rank] = vals.float()
         new_i[slot, rank] = idx
-        self._merge_rows(touched, new_v, new_i)
+        self._merge_rows(touched, new_v, new_i, in_index_order=True)
 
     def merge_lists(self, other: TopKLists, start: int = 0) -> None:
-        """Merge the lists of ``other`` (any ``k``) into lists ``start .. start + other.n``."""
-        self._merge_rows(slice(start, start + other.n), other.values, other.indices)
+        """Merge the lists of ``other`` (any ``k``, any indices) into lists ``start ..
+        start + other.n``; equal values keep the lower index."""
+        self._merge_rows(slice(start, start + other.n), other.values, other.indices,
+                         in_index_order=False)
 
-    def _merge_rows(self, rows, new_v: torch.Tensor, new_i: torch.Tensor) -> None:
+    def _merge_rows(self, rows, new_v: torch.Tensor, new_i: torch.Tensor,
+                    in_index_order: bool) -> None:
         v = torch.cat([self.values[rows], new_v], dim=1)
         i = torch.cat([self.indices[rows], new_i], dim=1)
-        pos = _value_then_index_key(v, i).topk(self.k, dim=1).indices  # ties: lower index
+        if in_index_order:  # a stable sort keeps the lower index first among equals
+            pos = v.sort(dim=1, descending=True, stable=True).indices[:, : self.k]
+        else:
+            pos = _value_then_index_key(v, i).topk(self.k, dim=1).indices
         best = v.gather(1, pos)
         self.values[rows] = best
         self.indices[rows] = i.gather(1, pos)

@@ -21,7 +21,7 @@ import contextlib
 import contextvars
 import threading
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -48,9 +48,11 @@ def as_tensor(a: np.ndarray, start: int, stop: int, dtype: torch.dtype) -> torch
     return out
 
 
-def run_parallel(fn, items, workers: int) -> None:
+def run_parallel(fn, items, workers: int, cancel=None) -> None:
     """``fn(item)`` for every item, on ``workers`` threads of one torch thread each (the
-    context, e.g. an active profile, is copied into each)."""
+    context, e.g. an active profile, is copied into each). If the caller's thread is
+    interrupted (Ctrl-C) or a job fails, ``cancel()`` is called before the running jobs
+    are waited for, so that they can stop early."""
     items = list(items)
     workers = max(1, min(workers, len(items)))
     if workers == 1:
@@ -59,8 +61,20 @@ def run_parallel(fn, items, workers: int) -> None:
         return
     ctx = contextvars.copy_context()
     with _torch_threads(1), ThreadPoolExecutor(workers) as pool:
-        for job in [pool.submit(ctx.copy().run, fn, item) for item in items]:
-            job.result()
+        jobs = [pool.submit(ctx.copy().run, fn, item) for item in items]
+        try:
+            wait(jobs, return_when=FIRST_EXCEPTION)
+            for job in jobs:
+                if job.done():
+                    job.result()  # the first error, raised here
+            for job in jobs:
+                job.result()
+        except BaseException:
+            for job in jobs:
+                job.cancel()
+            if cancel is not None:
+                cancel()
+            raise
 
 
 @dataclass(frozen=True)
@@ -78,6 +92,11 @@ class _RowBlocks:
         self._starts = iter(range(0, n, rows))
         self._lock = threading.Lock()
         self._bar = bar
+
+    def stop(self) -> None:
+        """Hand out no more blocks (the workers finish the one they hold)."""
+        with self._lock:
+            self._starts = iter(())
 
     def next(self) -> int | None:
         with self._lock:
@@ -114,7 +133,8 @@ def scan(x: np.ndarray, y: np.ndarray, fwd: TopKLists, bwd: TopKLists | None, bl
             col_lists = [_chunk_lists(bwd, s0, len(chunk)) for _ in range(workers)]
             queue = _RowBlocks(x.shape[0], blocks.rows, bar)
             run_parallel(lambda w, chunk=chunk, s0=s0, queue=queue, col_lists=col_lists: _work(
-                x, chunk, fwd, col_lists[w], s0, queue, blocks, dtype), range(workers), workers)
+                x, chunk, fwd, col_lists[w], s0, queue, blocks, dtype), range(workers), workers,
+                cancel=queue.stop)
             if bwd is not None:
                 with stage("selection"):
                     for lists in col_lists:

@@ -178,3 +178,27 @@ def test_a_window_drops_only_entries_at_or_below_the_final_threshold(seed):
     want = -np.sort(-S, axis=1)[:, :keep]
     np.testing.assert_array_equal(vals[:, :keep], want)
     assert (np.isfinite(vals).sum(1) < cap).any()  # the window, not only the cap, dropped
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
+def test_group_maxima_read_as_integers_where_the_thresholds_are_not_negative(dtype):
+    """With thresholds >= 0 the block's group maxima are taken over the bit patterns: exact
+    wherever a group holds a value >= 0 (+0 included), and some negative value of the
+    group (-0, -inf padding included) where it holds none, which no threshold passes."""
+    from disembed.retrieval.topk import _group_max
+
+    rng = np.random.default_rng(7)
+    S = torch.from_numpy(rng.standard_normal((8, 4, 50)).astype(np.float32)).to(dtype)
+    S[0, :, :10] = -torch.rand(4, 10).to(dtype) - 0.1  # groups with no value >= 0
+    S[1, :, 3] = torch.tensor([-0.0, -1.0, -torch.inf, -2.0]).to(dtype)
+    S[2, :, 4] = torch.tensor([-0.0, 0.0, -1.0, -torch.inf]).to(dtype)
+    S[3, :, :] = -torch.inf  # a group of padding rows
+    want = S.amax(dim=1)
+    got = _group_max(S, nonnegative=True)
+    assert got.dtype == dtype
+    kept = (~torch.signbit(S.float())).any(dim=1)  # a value >= +0 in the group
+    assert torch.equal(got[kept], want[kept]) and kept[2, 4] and not kept[1, 3]
+    assert (torch.signbit(got[~kept].float())).all()  # -0 or below: no threshold >= 0 passes
+    members = (S == got[:, None, :]).any(dim=1)  # a value of its own group
+    assert members.all()
+    assert torch.equal(_group_max(S, nonnegative=False), want)

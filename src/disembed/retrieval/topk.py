@@ -195,17 +195,13 @@ def update_both(sims: torch.Tensor, r: int, c: int, fwd: TopKLists | None, r0: i
     """
     rp, cp = sims.shape
     view = sims.view(rp // group, group, cp)  # (a, t, j) is row a * group + t of column j
-    gmax = view.amax(dim=1)  # (groups, cp): the one full pass
     b0 = c0 if first_list is None else first_list
     row_thr = _row_thresholds(sims, r, fwd, r0, group) if fwd is not None else None
-    col_thr = _column_thresholds(gmax, c, bwd, b0) if bwd is not None else None
-    flags = None
-    if row_thr is not None:
-        flags = gmax > row_thr.view(-1, group).amin(dim=1)[:, None]
-    if col_thr is not None:
-        col_flags = gmax > col_thr[None, :]
-        flags = col_flags if flags is None else flags.logical_or_(col_flags)
-    a, j = flags.nonzero(as_tuple=True)  # flagged (group, column) pairs
+    col_thr = _padded(bwd.thresholds(b0, b0 + c), cp) if bwd is not None else None
+    gmax = _group_max(view, _nonnegative(row_thr, col_thr))  # (groups, cp): the one full pass
+    if bwd is not None and not bwd.settled(b0, b0 + c):
+        col_thr = _column_bound(gmax, c, bwd, b0, col_thr)
+    a, j = _flagged(gmax, row_thr, col_thr, group)
     if a.numel() == 0:
         return
     vals = view[a, :, j]  # (p, group): the entries of each flagged group
@@ -219,6 +215,37 @@ def update_both(sims: torch.Tensor, r: int, c: int, fwd: TopKLists | None, r0: i
             bwd.merge_sparse(*hits)
         else:
             column_hits.append(hits)
+
+
+_INT_VIEW = {torch.bfloat16: torch.int16, torch.float16: torch.int16, torch.float32: torch.int32}
+
+
+def _nonnegative(*thresholds: torch.Tensor | None) -> bool:
+    return all(t is None or bool(t.min() >= 0) for t in thresholds)
+
+
+def _group_max(view: torch.Tensor, nonnegative: bool) -> torch.Tensor:
+    """Maxima over dim 1. With ``nonnegative`` thresholds only the maxima at or above 0
+    matter; those are the maxima of the bit patterns read as integers (the sign bit makes
+    every negative value smaller, and non-negative floats order as their bits do), which
+    is 2.5x faster than a bfloat16 reduction. A group with no value >= 0 then gets some
+    negative value of the group, which no threshold >= 0 passes."""
+    as_int = _INT_VIEW.get(view.dtype) if nonnegative else None
+    if as_int is None:
+        return view.amax(dim=1)
+    return view.view(as_int).amax(dim=1).view(view.dtype)
+
+
+def _flagged(gmax: torch.Tensor, row_thr: torch.Tensor | None, col_thr: torch.Tensor | None,
+             group: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The (group, column) pairs whose maximum beats a row's or the column's threshold."""
+    flags = None
+    if row_thr is not None:
+        flags = gmax > row_thr.view(-1, group).amin(dim=1)[:, None]
+    if col_thr is not None:
+        col_flags = gmax > col_thr[None, :]
+        flags = col_flags if flags is None else flags.logical_or_(col_flags)
+    return flags.nonzero(as_tuple=True)
 
 
 def _padded(thr: torch.Tensor, length: int) -> torch.Tensor:
@@ -242,11 +269,12 @@ def _row_thresholds(sims: torch.Tensor, r: int, lists: TopKLists, r0: int, group
     return _padded(thr, rp)
 
 
-def _column_thresholds(gmax: torch.Tensor, c: int, lists: TopKLists, b0: int) -> torch.Tensor:
-    """``(cp,)``: the column lists' thresholds (padding columns ``+inf``); lists not yet
-    settled are raised to a bound from the block's group maxima."""
-    thr = lists.thresholds(b0, b0 + c)
-    if len(gmax) >= lists.bound_rank and not lists.settled(b0, b0 + c):
-        lower = gmax[:, :c].T.float().topk(lists.bound_rank, dim=1).values  # (c, rank)
-        thr = torch.maximum(thr, lists.bound_thresholds(lower, b0))
-    return _padded(thr, gmax.shape[1])
+def _column_bound(gmax: torch.Tensor, c: int, lists: TopKLists, b0: int, thr: torch.Tensor
+                  ) -> torch.Tensor:
+    """``thr (cp,)`` raised, for column lists not yet settled, to a bound from the block's
+    group maxima (each at most a distinct entry of the column)."""
+    if len(gmax) < lists.bound_rank:
+        return thr
+    lower = gmax[:, :c].T.float().topk(lists.bound_rank, dim=1).values  # (c, rank)
+    raised = torch.maximum(thr[:c], lists.bound_thresholds(lower, b0))
+    return _padded(raised, gmax.shape[1])

@@ -13,12 +13,13 @@ from disembed.retrieval.topk import TopKLists
 
 @pytest.mark.parametrize("n,rows,workers", [(40_000, 4096, 2), (100_000, 4096, 2),
                                             (1_000_000, 4096, 2), (99_999, 4096, 3),
-                                            (5000, 4096, 2), (100, 4096, 2), (77, 8, 2)])
+                                            (5000, 4096, 2), (300, 4096, 2), (100, 4096, 2), (77, 8, 2),
+                                            (3, 4096, 2)])
 def test_row_blocks_are_shared_evenly_and_no_larger_than_asked(n, rows, workers):
     r = balanced_rows(n, rows, workers, 16)
     blocks = -(-n // r)
     assert r <= rows
-    assert blocks % workers == 0 or blocks < workers or n <= rows
+    assert blocks % workers == 0 or r == 16  # even, unless too few rows for every worker
     assert blocks <= -(-n // rows) + workers  # never many more blocks than asked for
 
 

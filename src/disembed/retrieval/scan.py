@@ -183,8 +183,8 @@ def balanced_rows(n: int, rows: int, workers: int, group: int) -> int:
     """At most ``rows`` rows a block (a multiple of ``group`` where that fits), in a number
     of blocks that the workers share evenly: 40,000 rows in blocks of 4,096 on 2 workers
     would be 10 blocks, 5 each, but 100,000 would be 25, 13 against 12; blocks of 3,856
-    make 26."""
-    if workers == 1 or n <= rows:
+    make 26; 300 rows make 2 blocks of 160, one per worker."""
+    if workers == 1:
         return rows
     per_worker = -(-n // (workers * rows))
     even = -(-n // (workers * per_worker))

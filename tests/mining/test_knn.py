@@ -107,10 +107,11 @@ def test_every_exact_backend_is_exact(backend):
 # ------------------------------------------------------------- contracts (issue 21.1)
 
 @pytest.mark.parametrize("k,expected", [(1, 9), (4, 12), (16, 24), (100, 108)])
-def test_bfloat16_keeps_k_plus_8_candidates_by_default(k, expected):
+def test_lists_keep_k_plus_8_candidates_in_bfloat16_and_k_plus_4_in_float32(k, expected):
     assert KnnOptions().widened(k, "bfloat16") == expected
-    assert KnnOptions(candidates=3).widened(k, "bfloat16") == max(k, 3)  # never fewer than k
-    assert KnnOptions(candidates=3).widened(k, "float32") == k  # float32 keeps k: no re-scoring
+    assert KnnOptions().widened(k, "float32") == expected - 4
+    for precision in ("bfloat16", "float32"):  # never fewer than k
+        assert KnnOptions(candidates=3).widened(k, precision) == max(k, 3)
 
 
 def test_k_defaults_to_4():
@@ -177,9 +178,9 @@ def test_the_progress_bar_counts_every_query_row_once_per_database_chunk(monkeyp
 
 
 def test_knn_keeps_running_lists_for_the_queries_only(monkeypatch):
-    """Memory (module docstring: the running lists are (n, k) per direction): the one-way
+    """Memory (module docstring: the running lists are (n, k') per direction): the one-way
     search builds no lists for the database rows, which for a large database would be its
-    size times k' entries; knn_both builds them for both sides."""
+    size times k' entries; knn_both builds them for both sides (k' = k + 4 in float32)."""
     knn_module = importlib.import_module("disembed.retrieval.knn")  # the package shadows it
     scan, lists = knn_module._scan, []
 
@@ -191,7 +192,7 @@ def test_knn_keeps_running_lists_for_the_queries_only(monkeypatch):
     x, y, options = unit(30, 8, 30), unit(50, 8, 31), KnnOptions(precision="float32")
     assert_same_neighbours(*knn(x, y, 3, options), *brute_force_knn(x, y, 3))
     knn_both(x, y, 3, options)
-    assert lists == [((30, 3), None), ((30, 3), (50, 3))]
+    assert lists == [((30, 7), None), ((30, 7), (50, 7))]
 
 
 @pytest.mark.parametrize("precision", ["float32", "bfloat16"])

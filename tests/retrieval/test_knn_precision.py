@@ -51,8 +51,9 @@ def test_lists_holding_every_database_row_need_no_second_search(caplog):
 
 def test_the_search_again_keeps_the_callers_blocks_chunks_and_group(monkeypatch, caplog):
     """Lists the certificate rejects are searched again, first in bfloat16 with
-    WIDE_CANDIDATES candidates, then (those still uncertified) in float32, each with the
-    caller's block sizes, memory bound (chunk_rows) and screen group, not the defaults."""
+    WIDE_CANDIDATES candidates, then (those still uncertified) with float32 products and
+    their own certificate, each with the caller's block sizes, memory bound (chunk_rows)
+    and screen group, not the defaults."""
     knn_module = importlib.import_module("disembed.retrieval.knn")
     scan, scans = knn_module._scan, []
 
@@ -67,14 +68,15 @@ def test_the_search_again_keeps_the_callers_blocks_chunks_and_group(monkeypatch,
     options = KnnOptions(precision="bfloat16", candidates=6, block_rows=9, block_cols=13,
                          chunk_rows=50, group=2)
     assert_exact_knn(*knn(x, y, 4, options), x, y, 4)
-    lines = re.findall(r"(\d+) of (\d+) lists certified, (\d+) searched again in (\w+)",
-                       caplog.text)
-    (_, n1, again1, how1), (_, n2, again2, how2) = ((int(a), int(b), int(c), d)
-                                                     for a, b, c, d in lines)
-    assert (n1, how1, how2) == (50, "bfloat16", "float32") and n2 == again1 > 0
+    lines = re.findall(r"(\w+) k-NN: (\d+) of (\d+) lists certified, (\d+) searched again in "
+                       r"(\w+)", caplog.text)
     sizes = (9, 13, 50, 2)
-    assert scans == [(*sizes, torch.bfloat16, 6, 50), (*sizes, torch.bfloat16, 64, again1),
-                     (*sizes, torch.float32, 4, again2)]
+    dtypes = {"bfloat16": torch.bfloat16, "float32": torch.float32}
+    assert [(p, int(n)) for p, _, n, _, _ in lines[:2]] == [("bfloat16", 50), ("bfloat16", 50)]
+    assert lines[1][4] == "float32" and int(lines[1][3]) > 0  # not settled in bfloat16
+    assert scans[:2] == [(*sizes, torch.bfloat16, 6, 50), (*sizes, torch.bfloat16, 64, 50)]
+    for (prod, _, n, _, _), scanned in zip(lines, scans, strict=True):  # one scan a line
+        assert scanned == (*sizes, dtypes[prod], scanned[5], int(n))
 
 
 def test_auto_precision_follows_the_probe(monkeypatch):

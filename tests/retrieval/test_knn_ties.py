@@ -62,3 +62,25 @@ def test_a_tie_at_the_kth_place_keeps_the_lowest_of_the_tied_rows(workers):
             D, I = knn(q, y, 3, KnnOptions(precision=precision, block_cols=cols, group=2))  # noqa: E741
             assert I.tolist() == [[31, 3, 8]], (precision, cols)
             assert D.tolist() == [[2.0, 1.0, 1.0]]
+
+
+@pytest.mark.parametrize("precision", ["float32", "bfloat16"])
+def test_near_ties_below_float32_resolution_follow_the_float64_reference(precision, workers):
+    """Database rows that differ by a few float32 ulps (near-duplicates, as in real
+    corpora): blocked float32 products order them by rounding noise, which differs between
+    kernels and block shapes. Both precisions re-score their candidates in float64 and
+    certify them, so both return the float64 answer rounded to float32 (equal ones: lower
+    index), the same index sets whatever the blocks."""
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((40, 48)).astype(np.float32)
+    base = rng.standard_normal((60, 48)).astype(np.float32)
+    y = np.concatenate([base + 3e-7 * rng.standard_normal((60, 48)).astype(np.float32)
+                        for _ in range(4)])  # four near-copies of each row
+    want_D, want_I = knn_module.float64_knn(x, y, 6)
+    for sizes in (dict(block_rows=8, block_cols=16, group=4), dict(block_rows=40, block_cols=240)):
+        D, I = knn(x, y, 6, KnnOptions(precision=precision, **sizes))  # noqa: E741
+        np.testing.assert_array_equal(I, want_I)
+        np.testing.assert_array_equal(D, want_D)
+    D_xy, I_xy, D_yx, I_yx = knn_both(x, y, 6, KnnOptions(precision=precision))
+    np.testing.assert_array_equal(I_xy, want_I)
+    np.testing.assert_array_equal(I_yx, knn_module.float64_knn(y, x, 6)[1])

@@ -13,8 +13,8 @@ from disembed.retrieval.topk import TopKLists
 
 @pytest.mark.parametrize("n,rows,workers", [(40_000, 4096, 2), (100_000, 4096, 2),
                                             (1_000_000, 4096, 2), (99_999, 4096, 3),
-                                            (5000, 4096, 2), (300, 4096, 2), (100, 4096, 2), (77, 8, 2),
-                                            (3, 4096, 2)])
+                                            (5000, 4096, 2), (300, 4096, 2), (100, 4096, 2),
+                                            (77, 8, 2), (3, 4096, 2)])
 def test_row_blocks_are_shared_evenly_and_no_larger_than_asked(n, rows, workers):
     r = balanced_rows(n, rows, workers, 16)
     blocks = -(-n // r)

@@ -13,20 +13,26 @@ so a database row whose bfloat16 score is at most ``m`` has a float32 score of a
     A = e_x ||y||max + ||x~|| e_y,max + gamma_d (||x~|| ||y~||max + ||x|| ||y||max)
 
 (``e = ||x~ - x||`` per row, :class:`RoundingStats`; the last term also covers the
-float32 re-scoring itself). :func:`slack` gives ``A`` per list.
+float32 rounding of the re-scored value). :func:`slack` gives ``A`` per list.
 
 Each list keeps as candidates every database row whose bfloat16 score is above its final
 threshold ``m`` (:mod:`.topk`: the ``k'``-th best, raised to the :func:`window` cut
 ``v - 1.5 delta(v)`` below the ``k``-th best ``v``; on sparse data the window holds a few
 rows, on dense data the ``k'`` cap binds). :func:`exact_lists` re-scores the candidates in
-float32, orders them by score, lower index first on ties, and certifies a list when its
-``k``-th score is **strictly** above ``m + delta(m)``: then every row left out scores
-strictly lower, and the list is the float32 brute-force answer with ties to the lower
-index. Where the window binds, the certificate holds unless the ``k``-th score's actual
-bfloat16 error exceeds about half of ``delta`` (a worst case: Cauchy-Schwarz on the
-input rounding, one full ulp on the output), and a window of ``2.02 delta`` would make it
-hold always; the narrower one keeps fewer entries. Lists without the certificate are
-searched again (:mod:`.knn`).
+float64, rounded to float32 (a function of the two rows alone), orders them by score,
+lower index first on ties, and certifies a list when its ``k``-th score is **strictly**
+above ``m + delta(m)``: then every row left out scores strictly lower, and the list is the
+brute-force answer with ties to the lower index. Where the window binds, the certificate
+holds unless the ``k``-th score's actual bfloat16 error exceeds about half of ``delta`` (a
+worst case: Cauchy-Schwarz on the input rounding, one full ulp on the output), and a
+window of ``2.02 delta`` would make it hold always; the narrower one keeps fewer entries.
+Lists without the certificate are searched again (:mod:`.knn`).
+
+Float32 products get the same treatment (:data:`FLOAT32`): their only error is the
+summation's, ``gamma_d ||x|| ||y||max``, so their window holds just the near-ties below
+float32 resolution, which blocked products order by rounding noise (it differs between
+kernels and block shapes); re-scored and certified, both precisions return the same
+lists.
 """
 
 from __future__ import annotations
@@ -104,75 +110,94 @@ def slack(q: RoundingStats, db: RoundingStats, d: int) -> np.ndarray:
             + gamma(d) * (q.norm_bf * db.norm_bf.max() + q.norm * db.norm.max()) + 1e-30)
 
 
+@dataclass(frozen=True)
+class Products:
+    """The products a search ranks by, and how far they can be from the float32 score
+    ``s``: ``|p - s| <= ulp |p| + A`` (``A``: :meth:`slack`)."""
+
+    name: str
+    dtype: torch.dtype
+    ulp: float
+
+    def slack(self, q: RoundingStats, db: RoundingStats, d: int) -> np.ndarray:
+        if self.dtype == torch.bfloat16:
+            return slack(q, db, d)
+        # float32 products of float32 rows: only the summation, inflated for the float32
+        # rounding of the float64 re-scoring (the ulp term covers it at larger scores)
+        return gamma(d) * q.norm * db.norm.max() * (1 + 2.0**-20) + 1e-30
+
+
+BFLOAT16 = Products("bfloat16", torch.bfloat16, ULP_BF16)
+FLOAT32 = Products("float32", torch.float32, 2.0**-23)  # 2x the re-scoring's rounding
+
+
 def certified(kth_exact: np.ndarray, m: np.ndarray, q: RoundingStats, db: RoundingStats,
               d: int) -> np.ndarray:
     """``(nq,) bool``: rows whose k-th re-scored value ``kth_exact`` is strictly above every
-    database row outside their candidates (``m``: the lists' final thresholds)."""
-    return kth_exact.astype(np.float64) > _bar(m, slack(q, db, d))
+    database row outside their bfloat16 candidates (``m``: the lists' final thresholds)."""
+    return kth_exact.astype(np.float64) > _bar(m, slack(q, db, d), ULP_BF16)
 
 
-def _bar(m: np.ndarray, a: np.ndarray) -> np.ndarray:
+def _bar(m: np.ndarray, a: np.ndarray, ulp: float) -> np.ndarray:
     """``m + delta(m)`` in float64 (``-inf`` for ``m = -inf``: no row was left out)."""
     m = m.astype(np.float64)
     with np.errstate(invalid="ignore"):
-        return np.where(np.isneginf(m), -np.inf, m + ULP_BF16 * np.abs(m) + a)
+        return np.where(np.isneginf(m), -np.inf, m + ulp * np.abs(m) + a)
 
 
-def window(q: RoundingStats, db: RoundingStats, d: int, k: int) -> Window:
+def window(q: RoundingStats, db: RoundingStats, d: int, k: int,
+           products: Products = BFLOAT16) -> Window:
     """The candidate window of lists of ``q`` against ``db`` (``WINDOW`` times delta)."""
-    a = torch.from_numpy(WINDOW * slack(q, db, d)).float()
-    return Window(keep=k, rel=WINDOW * ULP_BF16, slack=torch.nextafter(a, torch.tensor(np.inf)))
+    a = torch.from_numpy(WINDOW * products.slack(q, db, d)).float()
+    return Window(keep=k, rel=WINDOW * products.ulp,
+                  slack=torch.nextafter(a, torch.tensor(np.inf)))
 
 
 def exact_lists(values: torch.Tensor, indices: torch.Tensor, m: np.ndarray, queries, database,
-                k: int, a: np.ndarray, workers: int = 1
+                k: int, a: np.ndarray, ulp: float = ULP_BF16, workers: int = 1
                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Exact top-``k`` of each list from its bfloat16 candidates, and its certificate.
+    """Exact top-``k`` of each list from its candidates, and its certificate.
 
-    Every candidate is re-scored (a window of 1.5 delta leaves few that the bounds could
-    rule out: pruning by them was measured no faster).
+    The candidates at or above ``m`` are re-scored in float64 and rounded to float32 (a
+    function of the two rows only, as :func:`~.knn.canonical_lists` scores them); entries
+    of the list below ``m`` are covered by the certificate like every row left out.
 
     Args:
-        values, indices: ``(n, k')`` candidates, bfloat16 scores descending (``-inf``,
-            ``-1`` where empty).
+        values, indices: ``(n, k')`` candidates, scores descending (``-inf``, ``-1``
+            where empty).
         m: ``(n,)`` every database row outside the candidates scored at most this.
         queries, database: the float32 rows (arrays or memmaps).
-        a: ``(n,)`` :func:`slack` of the lists.
+        a, ulp: the lists' bound ``delta(v) = ulp |v| + a`` (:class:`Products`).
         workers: threads re-scoring blocks of lists at once.
 
     Returns:
-        ``D (n, k) float32`` (float32 dot products), ``I (n, k) int64`` (equal scores:
-        lower index first) and ``ok (n,) bool``, the certificate.
+        ``D (n, k) float32``, ``I (n, k) int64`` (equal scores: lower index first) and
+        ``ok (n,) bool``, the certificate.
     """
     n = len(indices)
     idx = indices.numpy()
+    needed = (values.numpy() >= m.astype(np.float32)[:, None]) & (idx >= 0)  # a prefix of each
     D = np.empty((n, k), dtype=np.float32)
     I = np.empty((n, k), dtype=np.int64)  # noqa: E741
 
     def one(r0: int) -> None:
         for s in range(r0, min(r0 + _LISTS, n), _GATHER):
             rows = slice(s, s + _GATHER)
-            D[rows], I[rows] = _rescored(queries, database, idx[rows], s, k)
+            D[rows], I[rows] = _rescored(queries, database, idx[rows], needed[rows], s, k)
 
     run_parallel(one, range(0, n, _LISTS), workers)
-    ok = D[:, k - 1].astype(np.float64) > _bar(m, a)
+    ok = D[:, k - 1].astype(np.float64) > _bar(m, a, ulp)
     return D, I, ok
 
 
-def _rescored(queries, database, idx: np.ndarray, r0: int, k: int
+def _rescored(queries, database, idx: np.ndarray, needed: np.ndarray, r0: int, k: int
               ) -> tuple[np.ndarray, np.ndarray]:
-    """The ``k`` best of ``idx (b, k')`` by float32 score, then lower index."""
-    q = np.asarray(queries[r0 : r0 + len(idx)], dtype=np.float32)  # (b, d)
-    scores = _scores(database, idx, q)
+    """The ``k`` best of ``idx (b, k')`` (re-scored where ``needed``) by score, then index."""
+    width = max(k, int(needed.sum(axis=1).max()))
+    idx = np.where(needed[:, :width], idx[:, :width], -1)
+    q = np.asarray(queries[r0 : r0 + len(idx)], dtype=np.float64)  # (b, d)
+    vecs = np.take(database, np.maximum(idx, 0), axis=0).astype(np.float64)  # (b, w, d)
+    scores = np.matmul(vecs, q[:, :, None])[:, :, 0].astype(np.float32)
+    scores[idx < 0] = -np.inf
     order = np.lexsort((idx, -scores), axis=1)[:, :k]  # score descending, then index
     return np.take_along_axis(scores, order, 1), np.take_along_axis(idx, order, 1)
-
-
-def _scores(database, idx: np.ndarray, q: np.ndarray) -> np.ndarray:
-    """``(b, w)`` float32 scores of rows ``idx (b, w)`` (``-1``: ``-inf``) against ``q``."""
-    vecs = np.take(database, np.maximum(idx, 0), axis=0)  # (b, w, d)
-    if vecs.dtype != np.float32:  # the search sees the rows in float32
-        vecs = vecs.astype(np.float32)
-    scores = np.matmul(vecs, q[:, :, None])[:, :, 0]
-    scores[idx < 0] = -np.inf
-    return scores

@@ -16,13 +16,15 @@ own row blocks; selection (:mod:`.topk`) reads each block once after the product
 (group maxima, a screen against each list's threshold, a few candidates merged with one
 segmented sort; no Python loop over rows).
 
-``precision``: ``"float32"``; ``"bfloat16"`` (products in bfloat16, up to
-``candidates`` per list kept within a window below the k-th best, re-scored in float32
-and certified against float32 brute force, :mod:`.bf16`); ``"auto"`` (the default)
-takes bfloat16 where the hardware probe measures it faster than float32 (AVX512-BF16,
-AMX), float32 elsewhere. All three return the float32 brute-force answer, ties to the
-lower index. :func:`~.profile.knn_profile` times the stages (products, selection,
-certification, copies).
+``precision``: the dtype of the products, ``"float32"`` or ``"bfloat16"``; ``"auto"``
+(the default) takes bfloat16 where the hardware probe measures it faster than float32
+(AVX512-BF16, AMX), float32 elsewhere. Either way each list keeps up to ``candidates``
+within a window below its k-th best (the products' error bound, :mod:`.bf16`); the
+candidates are re-scored in float64 and the list certified; lists the certificate
+rejects are searched again with 64 candidates, then with float32 products, then in
+float64 (:func:`float64_knn`). All return the same answer: the top-k by float64 scores
+rounded to float32, equal ones by lower index. :func:`~.profile.knn_profile` times the
+stages (products, selection, certification, copies).
 """
 
 from __future__ import annotations
@@ -32,11 +34,10 @@ from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
-import torch
 
 from ..exceptions import ConfigError, ShapeError
 from ..hardware import configure_threads, probe
-from .bf16 import RoundingStats, exact_lists, slack, window
+from .bf16 import BFLOAT16, FLOAT32, Products, RoundingStats, exact_lists, window
 from .profile import paused, stage
 from .scan import Blocks, scan
 from .topk import GROUP, TopKLists
@@ -45,7 +46,7 @@ logger = logging.getLogger(__name__)
 
 Precision = Literal["auto", "float32", "bfloat16"]
 PRECISIONS = ("auto", "float32", "bfloat16")
-_TORCH = {"float32": torch.float32, "bfloat16": torch.bfloat16}
+PRODUCTS = {"float32": FLOAT32, "bfloat16": BFLOAT16}
 #: candidates of the second bfloat16 search of lists the first could not certify
 WIDE_CANDIDATES = 64
 
@@ -103,9 +104,9 @@ class KnnOptions:
         return "bfloat16" if probe().bf16_faster else "float32"
 
     def widened(self, k: int, precision: str) -> int:
-        if precision == "float32":
-            return k
-        return max(k, self.candidates or k + 8)
+        """Candidates a list keeps: ``candidates``, else ``k + 8`` (bfloat16) or ``k + 4``
+        (float32: only near-ties within its much smaller rounding bound need them)."""
+        return max(k, self.candidates or k + (8 if precision == "bfloat16" else 4))
 
 
 def _as_2d(name: str, a: np.ndarray, dim: int | None = None) -> np.ndarray:
@@ -149,38 +150,33 @@ def _search(x, y, k, opt: KnnOptions, both: bool) -> list[np.ndarray]:
     _check_k(k, y.shape[0], "database")
     if both:
         _check_k(k, x.shape[0], "query set")
-    configure_threads()
+    workers = configure_threads().threads
     precision = opt.resolved_precision()
-    if precision == "float32":
-        fwd = TopKLists(x.shape[0], k)
-        bwd = TopKLists(y.shape[0], k) if both else None
-        _scan(x, y, fwd, bwd, opt, torch.float32)
-        out = [fwd.values.numpy(), fwd.indices.numpy()]
-        return out + [bwd.values.numpy(), bwd.indices.numpy()] if both else out
     with stage("copies"):
-        workers = configure_threads().threads
         stats_x, stats_y = (RoundingStats.of(a, workers=workers) for a in (x, y))
-    return _bf16_search(x, y, k, opt, both, stats_x, stats_y, opt.widened(k, precision))
+    return _certified_search(x, y, k, opt, both, (stats_x, stats_y), PRODUCTS[precision],
+                             opt.widened(k, precision))
 
 
-def _bf16_search(x, y, k: int, opt: KnnOptions, both: bool, stats_x: RoundingStats,
-                 stats_y: RoundingStats, kc: int) -> list[np.ndarray]:
-    """bfloat16 products, ``kc`` candidates a list, certified float32 answers."""
-    fwd = _candidate_lists(stats_x, stats_y, k, kc, x.shape[1])
-    bwd = _candidate_lists(stats_y, stats_x, k, kc, x.shape[1]) if both else None
-    _scan(x, y, fwd, bwd, opt, torch.bfloat16)
-    out = list(_exact_from_candidates(fwd, x, y, k, stats_x, stats_y, opt))
+def _certified_search(x, y, k: int, opt: KnnOptions, both: bool, stats: tuple,
+                      products: Products, kc: int) -> list[np.ndarray]:
+    """Products in ``products.dtype``, ``kc`` candidates a list, certified answers."""
+    stats_x, stats_y = stats
+    fwd = _candidate_lists(stats_x, stats_y, k, kc, x.shape[1], products)
+    bwd = _candidate_lists(stats_y, stats_x, k, kc, x.shape[1], products) if both else None
+    _scan(x, y, fwd, bwd, opt, products.dtype)
+    out = list(_exact_from_candidates(fwd, x, y, k, stats, opt, products))
     if both:
-        out += _exact_from_candidates(bwd, y, x, k, stats_y, stats_x, opt)
+        out += _exact_from_candidates(bwd, y, x, k, stats[::-1], opt, products)
     return out
 
 
-def _candidate_lists(stats_q: RoundingStats, stats_db: RoundingStats, k: int, kc: int, d: int
-                     ) -> TopKLists:
-    """Lists of ``min(kc, database rows)`` candidates, with the bfloat16 window unless they
-    hold every database row."""
+def _candidate_lists(stats_q: RoundingStats, stats_db: RoundingStats, k: int, kc: int, d: int,
+                     products: Products) -> TopKLists:
+    """Lists of ``min(kc, database rows)`` candidates, with the window unless they hold
+    every database row."""
     n, m = len(stats_q.norm), len(stats_db.norm)
-    return TopKLists(n, min(kc, m), window(stats_q, stats_db, d, k) if kc < m else None)
+    return TopKLists(n, min(kc, m), window(stats_q, stats_db, d, k, products) if kc < m else None)
 
 
 def _scan(x, y, fwd: TopKLists, bwd: TopKLists | None, opt: KnnOptions, dtype) -> None:
@@ -190,34 +186,61 @@ def _scan(x, y, fwd: TopKLists, bwd: TopKLists | None, opt: KnnOptions, dtype) -
     scan(x, y, fwd, bwd, blocks, dtype, configure_threads().threads)
 
 
-def _exact_from_candidates(lists: TopKLists, q, db, k, stats_q, stats_db, opt
+def _exact_from_candidates(lists: TopKLists, q, db, k, stats, opt, products: Products
                            ) -> tuple[np.ndarray, np.ndarray]:
-    """Re-score the bfloat16 candidates in float32; search uncertified rows again exactly."""
+    """Re-score the candidates; search the rows without a certificate again."""
+    stats_q, stats_db = stats
     with stage("certification"):
         if lists.window is None:  # every database row is a candidate
             m = np.full(lists.n, -np.inf)
         else:
             m = lists.thresholds(0, lists.n).double().numpy()
-        a = slack(stats_q, stats_db, q.shape[1])
+        a = products.slack(stats_q, stats_db, q.shape[1])
         D, I, ok = exact_lists(lists.values, lists.indices, m, q, db, k, a,  # noqa: E741
-                               configure_threads().threads)
+                               products.ulp, configure_threads().threads)
     bad = np.flatnonzero(~ok)
-    wide = lists.k < WIDE_CANDIDATES < db.shape[0]
-    logger.info("bfloat16 k-NN: %d of %d lists certified, %d searched again in %s",
-                len(ok) - len(bad), len(ok), len(bad),
-                f"bfloat16 with {WIDE_CANDIDATES} candidates" if wide else "float32")
+    again = _next_search(lists.k, db.shape[0], products)
+    logger.info("%s k-NN: %d of %d lists certified, %d searched again in %s", products.name,
+                len(ok) - len(bad), len(ok), len(bad), again[2])
     if len(bad):
         with stage("fallback"), paused():
             q_bad = np.asarray(q[bad])
-            if wide:  # most lists fail for want of candidates: a second bfloat16 search
-                D[bad], I[bad] = _bf16_search(q_bad, db, k, opt, False, stats_q.rows(bad),
-                                              stats_db, WIDE_CANDIDATES)
+            products, kc = again[:2]
+            if products is None:
+                D[bad], I[bad] = float64_knn(q_bad, db, k)
             else:
-                exact = KnnOptions(block_rows=opt.block_rows, block_cols=opt.block_cols,
-                                   precision="float32", chunk_rows=opt.chunk_rows,
-                                   group=opt.group)
-                D[bad], I[bad] = canonical_lists(q_bad, db, *knn(q_bad, db, k, exact))
+                kc = kc or opt.widened(k, products.name)
+                D[bad], I[bad] = _certified_search(q_bad, db, k, opt, False,
+                                                   (stats_q.rows(bad), stats_db), products, kc)
     return D, I
+
+
+def _next_search(kc: int, m: int, products: Products) -> tuple:
+    """``(products, candidates, name)`` of the search of lists a certificate rejected: the
+    same products with ``WIDE_CANDIDATES`` (most fail for want of candidates), then float32
+    products (their default candidates: ``None``), then float64 (``products None``)."""
+    if kc < WIDE_CANDIDATES < m:
+        return products, WIDE_CANDIDATES, f"{products.name} with {WIDE_CANDIDATES} candidates"
+    if products is BFLOAT16:
+        return FLOAT32, None, "float32"
+    return None, None, "float64"
+
+
+def float64_knn(queries: np.ndarray, database: np.ndarray, k: int, block: int = 65536
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """Top-``k`` by float64 products rounded to float32 (equal ones: lower index), database
+    read in blocks; for the few lists no certificate settles (long runs of exact ties)."""
+    q = np.asarray(queries, dtype=np.float64)
+    best_v = np.full((len(q), 0), -np.inf, dtype=np.float32)
+    best_i = np.zeros((len(q), 0), dtype=np.int64)
+    for s in range(0, database.shape[0], block):
+        rows = np.asarray(database[s : s + block], dtype=np.float64)
+        v = np.concatenate([best_v, (q @ rows.T).astype(np.float32)], axis=1)
+        new_i = np.broadcast_to(np.arange(s, s + len(rows)), (len(q), len(rows)))
+        i = np.concatenate([best_i, new_i], axis=1)
+        order = np.lexsort((i, -v), axis=1)[:, :k]
+        best_v, best_i = np.take_along_axis(v, order, 1), np.take_along_axis(i, order, 1)
+    return best_v, best_i
 
 
 def rescore(queries: np.ndarray, database: np.ndarray, candidates: np.ndarray, k: int

@@ -6,6 +6,8 @@ the time goes (issue 36).
         --out runs/floor-40k.json
     PYTHONPATH=src python benchmarks/bench_mining_floor.py --n 100000 --repeats 2 \
         --out runs/floor-100k.json
+    # real embeddings (e.g. the BUCC de-en pools, any (n, d) .npy files):
+    PYTHONPATH=src python benchmarks/bench_mining_floor.py --x de.npy --y en.npy --repeats 2
     # the code before issue 36, timed stage by stage the same way (a worktree of it):
     git worktree add /tmp/before 8c72cce
     PYTHONPATH=src python benchmarks/bench_mining_floor.py --n 40000 --repeats 3 \
@@ -35,8 +37,8 @@ machine disturbs less than the wall clock): CPU flags (``lscpu``), the hardware 
 threads, the load average before and after every phase, each phase's seconds per repeat,
 the ratios (exact / bf16 floor, exact / fp32 floor, exact-fp32 / fp32 floor), the stage
 shares, and whether ``exact`` returned
-the same top-k index sets as ``exact-fp32`` (rows that differ, and how many of those
-differ only between equal float32 similarities).
+the same top-k index sets as ``exact-fp32`` (rows that differ, and which of the two
+matches the float64 answer there).
 """
 
 from __future__ import annotations
@@ -138,6 +140,7 @@ def before(args) -> dict:
            f"{Path(__file__).parent}"}
     cmd = [sys.executable, __file__, "--child-before", "--n", str(args.n), "--dim",
            str(args.dim), "--k", str(args.k), "--workdir", args.workdir]
+    cmd += [f"--{side}={path}" for side, path in (("x", args.x), ("y", args.y)) if path]
     run = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if run.returncode:
         raise SystemExit(f"the before run failed:\n{run.stderr[-3000:]}")
@@ -173,7 +176,7 @@ def child_before(args) -> None:
     knn_module.rescore = timed("certification", knn_module.rescore)
     knn_module.certified = timed("certification", knn_module.certified)
     knn_module.knn = timed("fallback", knn_module.knn)
-    x, y = data(Path(args.workdir), args.n, args.dim)
+    x, y = sides(args, Path(args.workdir))
     configure_threads()
     log = _Lines()
     logging.getLogger("disembed").addHandler(log)
@@ -185,13 +188,19 @@ def child_before(args) -> None:
                       "certificate": log.lines}))
 
 
-def agreement(a: list[np.ndarray], b: list[np.ndarray]) -> dict:
+def agreement(a: list[np.ndarray], b: list[np.ndarray], x, y, k: int) -> dict:
+    """Rows whose top-k index sets differ between ``a`` and ``b``, and which of the two
+    match the float64 answer (``float64_knn``) there."""
+    from disembed.retrieval.knn import float64_knn
+
     out = {}
-    for name, (d, i) in (("x->y", (0, 1)), ("y->x", (2, 3))):
-        same = (np.sort(a[i], 1) == np.sort(b[i], 1)).all(1)
-        tied = ~same & (np.abs(a[d] - b[d]).max(1) <= 1e-6)
-        out[name] = {"rows": len(same), "rows_differing": int((~same).sum()),
-                     "of_them_equal_similarities": int(tied.sum())}
+    for name, (d, i), (q, db) in (("x->y", (0, 1), (x, y)), ("y->x", (2, 3), (y, x))):
+        differ = np.flatnonzero(~(np.sort(a[i], 1) == np.sort(b[i], 1)).all(1))
+        ref = float64_knn(np.asarray(q[differ]), db, k)[1] if len(differ) else a[i][:0]
+        out[name] = {"rows": len(a[i]), "rows_differing": len(differ),
+                     "max_abs_similarity_diff": float(np.abs(a[d] - b[d]).max()),
+                     "first_matches_float64": int((a[i][differ] == ref).all(1).sum()),
+                     "second_matches_float64": int((b[i][differ] == ref).all(1).sum())}
     return out
 
 
@@ -215,7 +224,8 @@ def run_phases(x, y, args, threads: int, report: dict) -> None:
             report["runs"].append({"phase": name, **result})
             print(json.dumps(report["runs"][-1]), flush=True)
     if "exact" in lists and "exact-fp32" in lists:
-        report["agreement_exact_vs_exact_fp32"] = agreement(lists["exact"], lists["exact-fp32"])
+        report["agreement_exact_vs_exact_fp32"] = agreement(lists["exact"], lists["exact-fp32"],
+                                                            x, y, args.k)
 
 
 def summary(report: dict) -> dict:
@@ -248,6 +258,9 @@ def parse_args() -> argparse.Namespace:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--n", type=int, default=40_000, help="rows per side")
     ap.add_argument("--dim", type=int, default=384)
+    ap.add_argument("--x", default=None, help="an (n, d) .npy of real embeddings instead of "
+                    "random rows (rows normalised); --y the other side")
+    ap.add_argument("--y", default=None)
     ap.add_argument("--k", type=int, default=4)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--phases", default=",".join(PHASES),
@@ -268,6 +281,14 @@ def parse_args() -> argparse.Namespace:
     return args
 
 
+def sides(args, workdir: Path) -> tuple[np.ndarray, np.ndarray]:
+    if not args.x:
+        return data(workdir, args.n, args.dim)
+    from disembed.retrieval import normalize_rows
+
+    return tuple(normalize_rows(np.load(p)) for p in (args.x, args.y))
+
+
 def main() -> None:
     args = parse_args()
     os.environ["DISEMBED_PROGRESS"] = "0"
@@ -276,12 +297,13 @@ def main() -> None:
         return
     workdir = Path(args.workdir)
     workdir.mkdir(parents=True, exist_ok=True)
-    x, y = data(workdir, args.n, args.dim)
+    x, y = sides(args, workdir)
     threads = configure_threads(args.threads)
     os.environ[THREADS_ENV_VAR] = str(threads.threads)  # the before run's child too
     logging.getLogger("disembed").setLevel(logging.INFO)
     caps = probe()
-    report: dict = {"n": args.n, "dim": args.dim, "k": args.k, "repeats": args.repeats,
+    report: dict = {"rows": [len(x), len(y)], "dim": x.shape[1], "data": args.x or "random",
+                    "k": args.k, "repeats": args.repeats,
                     "cpu_flags": cpu_flags(), "probe": caps.to_dict(),
                     "threads": threads.to_dict(), "blocks": block_options(args),
                     "load_start": load(), "runs": []}

@@ -28,6 +28,9 @@ repeat, and the ratios are between best figures of the same run:
   ``exact-bf16`` force one. Each with its stages (``retrieval.profile``: products,
   selection, certification, copies, fallback; seconds summed over the workers) and the
   certificate's log line.
+* ``faiss-flat``: two faiss ``IndexFlatIP`` searches (``search_both(..., "faiss-flat")``),
+  in the first ``--faiss-repeats`` repeats only (1 by default: a reference, not a ratio
+  target, and the slowest phase).
 * ``before``: ``exact`` of the code at ``--before-src``, in a child process, its stages
   timed by wrapping that code's functions (``torch.mm``, ``update_both``, ``rescore`` and
   ``certified``, ``_block`` and ``RoundingStats.of``, the float32 search again).
@@ -37,8 +40,9 @@ machine disturbs less than the wall clock): CPU flags (``lscpu``), the hardware 
 threads, the load average before and after every phase, each phase's seconds per repeat,
 the ratios (exact / bf16 floor, exact / fp32 floor, exact-fp32 / fp32 floor), the stage
 shares, and whether ``exact`` returned
-the same top-k index sets as ``exact-fp32`` (rows that differ, and which of the two
-matches the float64 answer there).
+the same top-k index sets as ``exact-fp32`` and as faiss flat (rows that differ, and
+which of the two matches the float64 answer there). ``render_floor.py`` turns one or
+more of these JSON files into the tables of docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -60,11 +64,26 @@ from bench_mining import data, uptime
 from disembed.hardware import THREADS_ENV_VAR, configure_threads, probe
 from disembed.retrieval import KnnOptions, knn_both
 
-PHASES = ("floor-bf16", "floor-fp32", "exact", "exact-fp32")
+PHASES = ("floor-bf16", "floor-fp32", "exact", "exact-fp32", "faiss-flat")
 
 
 def load() -> str:
     return uptime().split("load average:")[-1].strip()
+
+
+def cpu_model() -> str:
+    try:
+        out = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
+    except OSError:
+        return "?"
+    return next((ln.split(":", 1)[1].strip() for ln in out.splitlines()
+                 if ln.startswith("Model name")), "?")
+
+
+def commit() -> str:
+    run = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                         text=True, cwd=Path(__file__).parent)
+    return run.stdout.strip() or "?"
 
 
 def cpu_flags() -> str:
@@ -127,6 +146,16 @@ def exact(x, y, args, precision: str) -> tuple[dict, list[np.ndarray]]:
     return ({"seconds": seconds, "cpu_seconds": round(cpu, 3),
              "precision": options.resolved_precision(),
              "stages": prof.to_dict()["seconds"], "certificate": log.lines}, lists)
+
+
+def faiss_flat(x, y, k: int) -> tuple[dict, list[np.ndarray]]:
+    """Two faiss ``IndexFlatIP`` searches (the lists re-scored canonically, as mining does)."""
+    from disembed.retrieval import search_both
+
+    t0, c0 = time.perf_counter(), time.process_time()
+    lists = list(search_both(x, y, k, "faiss-flat"))
+    return ({"seconds": time.perf_counter() - t0,
+             "cpu_seconds": round(time.process_time() - c0, 3)}, lists)
 
 
 def block_options(args) -> dict:
@@ -216,6 +245,10 @@ def run_phases(x, y, args, threads: int, report: dict) -> None:
                 result = floor(x, y, dtype, blocks, threads)
             elif name == "before":
                 result = before(args)
+            elif name == "faiss-flat":
+                if rep >= args.faiss_repeats:
+                    continue
+                result, lists[name] = faiss_flat(x, y, args.k)
             else:
                 precision = {"exact": "auto", "exact-fp32": "float32",
                              "exact-bf16": "bfloat16"}[name]
@@ -225,6 +258,9 @@ def run_phases(x, y, args, threads: int, report: dict) -> None:
             print(json.dumps(report["runs"][-1]), flush=True)
     if "exact" in lists and "exact-fp32" in lists:
         report["agreement_exact_vs_exact_fp32"] = agreement(lists["exact"], lists["exact-fp32"],
+                                                            x, y, args.k)
+    if "exact" in lists and "faiss-flat" in lists:
+        report["agreement_exact_vs_faiss_flat"] = agreement(lists["exact"], lists["faiss-flat"],
                                                             x, y, args.k)
 
 
@@ -237,7 +273,9 @@ def summary(report: dict) -> dict:
     cpu = {p: min(r["cpu_seconds"] for r in report["runs"] if r["phase"] == p) for p in secs}
     ratios, cpu_ratios = {}, {}
     for ours, ref in (("exact", "floor-bf16"), ("exact", "floor-fp32"), ("before", "floor-bf16"),
-                      ("exact-fp32", "floor-fp32"), ("exact-bf16", "floor-bf16")):
+                      ("before", "floor-fp32"), ("exact-fp32", "floor-fp32"),
+                      ("exact-bf16", "floor-bf16"), ("faiss-flat", "exact"),
+                      ("before", "exact")):
         if ours in secs and ref in secs:
             ratios[f"{ours}/{ref}"] = round(secs[ours] / secs[ref], 3)
             cpu_ratios[f"{ours}/{ref}"] = round(cpu[ours] / cpu[ref], 3)
@@ -265,6 +303,8 @@ def parse_args() -> argparse.Namespace:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--phases", default=",".join(PHASES),
                     help=f"comma list of {PHASES + ('exact-bf16', 'before')}")
+    ap.add_argument("--faiss-repeats", type=int, default=1,
+                    help="repeats that run faiss-flat (the first ones)")
     ap.add_argument("--before-src", default=None,
                     help="src/ of the code to time as 'before' (adds the phase)")
     ap.add_argument("--block-rows", type=int, default=None)
@@ -304,7 +344,8 @@ def main() -> None:
     caps = probe()
     report: dict = {"rows": [len(x), len(y)], "dim": x.shape[1], "data": args.x or "random",
                     "k": args.k, "repeats": args.repeats,
-                    "cpu_flags": cpu_flags(), "probe": caps.to_dict(),
+                    "cpu_flags": cpu_flags(), "cpu_model": cpu_model(),
+                    "commit": commit(), "command": " ".join(sys.argv), "probe": caps.to_dict(),
                     "threads": threads.to_dict(), "blocks": block_options(args),
                     "load_start": load(), "runs": []}
     run_phases(x, y, args, threads.threads, report)

@@ -8,10 +8,11 @@ the time goes (issue 36).
         --out runs/floor-100k.json
     # real embeddings (e.g. the BUCC de-en pools, any (n, d) .npy files):
     PYTHONPATH=src python benchmarks/bench_mining_floor.py --x de.npy --y en.npy --repeats 2
-    # the code before issue 36, timed stage by stage the same way (a worktree of it):
-    git worktree add /tmp/before 8c72cce
+    # the code before issue 36 (61e23ce), timed stage by stage the same way:
+    mkdir -p /tmp/before && git archive 61e23ce src | tar -x -C /tmp/before
     PYTHONPATH=src python benchmarks/bench_mining_floor.py --n 40000 --repeats 3 \
         --before-src /tmp/before/src --out runs/floor-40k-before.json
+    # all of issue 36's figures of record in one command: benchmarks/floor_of_record.sh
 
 Both directions (``knn_both``), k=4, seeded random unit vectors (``--dim``, 384 by default;
 ``bench_mining.data``, memory-mapped). Each repeat runs every phase once, in turn, so that

@@ -5,13 +5,13 @@
 # of docs/benchmarks.md (render_floor.py) with the 1M x 1M re-projection. Run it alone on a
 # quiet machine (check `uptime` first), from the repository root:
 #
-#     nice -n 0 bash benchmarks/floor_of_record.sh
+#     THREADS=2 PY=/work/main/.venv/bin/python bash benchmarks/floor_of_record.sh
 #
 # Env: OUT (runs/floor-of-record), BEFORE (the last commit before issue 36: 61e23ce),
-# PY (python), REPEATS_40K (3), REPEATS_100K (2), THREADS (disembed's choice, made once
-# per size from the load: check "threads" in the output says 2 on a 2-core machine), WORKDIR (/tmp/bench_mining: the random
-# matrices, written once). Writes $OUT/floor-40k.json, $OUT/floor-100k.json, their logs and
-# $OUT/tables.md.
+# PY (python), REPEATS_40K (3), REPEATS_100K (2), THREADS (default: disembed's choice
+# from the load, made once per size; THREADS=2 pins it on a 2-core machine), WORKDIR
+# (/tmp/bench_mining: the random matrices, written once). Writes $OUT/floor-40k.json,
+# $OUT/floor-100k.json, their logs and $OUT/tables.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-runs/floor-of-record}

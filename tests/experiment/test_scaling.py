@@ -111,3 +111,72 @@ def test_no_tag_numbers_read_the_untagged_view_or_the_gold_one_for_tag_free_reci
     assert free["tatoeba_notag"] == pytest.approx(0.7)  # no untagged view: same as gold
     assert free["tatoeba_unseen_notag"] == pytest.approx(0.5)
     assert free["sts17_notag"] != free["sts17_notag"]  # not evaluated: nan
+
+
+def _step_down(p_values):
+    """Holm's adjusted p-values written out: sort ascending, multiply the i-th (0-based) of m
+    by m - i, carry the running maximum, cap at 1; back in the input order."""
+    order = sorted(range(len(p_values)), key=lambda i: p_values[i])
+    out, running = [0.0] * len(p_values), 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (len(p_values) - rank) * p_values[i]))
+        out[i] = running
+    return out
+
+
+def test_holm_runs_once_over_every_comparison_of_the_study_and_bolds_what_survives_it(
+        monkeypatch):
+    """Issue 32: the correction is one family over all sizes, tasks and methods (not off, not
+    one family per training size), and the report's bold cells follow the adjusted p-value."""
+    from types import SimpleNamespace
+
+    from disembed.analysis.significance import SeedTest
+    from disembed.experiment import scaling
+    from disembed.reports.scaling_report import ALPHA, _comparisons
+    from disembed.results import ExperimentResult
+
+    # 2 sizes x 2 tasks x 2 methods: 8 comparisons, raw p chosen so that the family of all 8
+    # (Holm), families of 4 (per size) and no correction bold different cells
+    raw = {("500", "tatoeba", "seed"): 0.004, ("500", "tatoeba", "dream"): 0.011,
+           ("500", "sts17", "seed"): 0.009, ("500", "sts17", "dream"): 0.30,
+           ("all", "tatoeba", "seed"): 0.0012, ("all", "tatoeba", "dream"): 0.02,
+           ("all", "sts17", "seed"): 0.04, ("all", "sts17", "dream"): 0.6}
+
+    def fake_compare(a, b, n_resamples):
+        key = (a[0].size, a[0].task, a[0].method)
+        return SeedTest((0.5,), (0.4,), 0.5, 0.4, 0.1, 0.01, 0.2, raw[key], 100, n_resamples,
+                        0.5, 0.4, 0.1)
+
+    monkeypatch.setattr(scaling, "compare_seeds", fake_compare)
+    config = SimpleNamespace(reference="mean-centering", methods=["mean-centering", "seed",
+                                                                  "dream"],
+                             tasks=["tatoeba", "sts17"], n_resamples=100)
+    entries = []
+    for size in ("500", "all"):
+        for method in config.methods:
+            scores = [SimpleNamespace(task=t, per_item={"x": 1}, size=size, method=method)
+                      for t in config.tasks]
+            entries.append((SimpleNamespace(size=size, method=method),
+                            SimpleNamespace(scores=scores)))
+    out = scaling.compare_to_reference(config, entries)
+    assert [(c["size"], c["task"], c["method"]) for c in out] == [
+        (s, t, m) for s in ("500", "all") for m in ("seed", "dream") for t in config.tasks]
+    p = [c["p_value"] for c in out]
+    assert p == [raw[(c["size"], c["task"], c["method"])] for c in out]
+    assert [c["p_adjusted"] for c in out] == pytest.approx(_step_down(p))
+    assert all(c["correction"] == "holm" for c in out)
+    # what the three wirings would bold differs: this data tells them apart
+    bold = {(c["size"], c["task"], c["method"]) for c in out if c["p_adjusted"] < ALPHA}
+    assert bold == {("500", "tatoeba", "seed"), ("all", "tatoeba", "seed")}
+    per_size = [q for s in ("500", "all") for q in _step_down(
+        [c["p_value"] for c in out if c["size"] == s])]
+    assert sum(q < ALPHA for q in per_size) > len(bold)
+    # the report bolds exactly those cells
+    for c in out:
+        c.update(reference="mean-centering", per_seed_a=[0.5], mean_a=0.5, mean_b=0.4,
+                 delta=0.1, ci_low=0.01, ci_high=0.2, ensemble_delta=0.1)
+    lines = _comparisons(ExperimentResult("scaling", {}, comparisons=out))
+    rows = [line for line in lines if line.startswith(("| 500 |", "| all |"))]
+    assert {tuple(r.split(" | ")[:3]) for r in rows if "**" in r} == {
+        ("| 500", "tatoeba", "seed"), ("| all", "tatoeba", "seed")}
+    assert "p (Holm)" in lines[-len(rows) - 3] and f"all {len(out)} comparisons" in lines[2]

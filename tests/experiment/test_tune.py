@@ -8,6 +8,7 @@ import pytest
 
 from disembed.cli import main
 from disembed.data.parallel import ParallelPairs
+from disembed.evaluation.metrics import retrieval_accuracy
 from disembed.exceptions import ConfigError
 from disembed.experiment import TrainingData
 from disembed.experiment import tune as tune_module
@@ -41,6 +42,12 @@ def test_validation_scores_prefer_a_model_that_removes_the_language_offset():
     assert set(centred["per_language"]) == {"de", "zh"}
     assert centred["bitext_retrieval"] > raw["bitext_retrieval"]
     assert centred["validation_score"] == pytest.approx((centred["bitext_retrieval"] + 0.2) / 2)
+    # each side in its own language: xx rows as xx, the English side as English
+    model = make_method("mean-centering").fit(src, tgt, langs, "en")
+    rows = {lang: [i for i, x in enumerate(langs) if x == lang] for lang in ("de", "zh")}
+    want = {lang: retrieval_accuracy(model.meaning(src[r], lang), model.meaning(tgt[r], "en")
+                                     ).acc_mean for lang, r in rows.items()}
+    assert centred["per_language"] == pytest.approx(want)
 
 
 def test_version_4_measurements_are_recombined_not_refitted():
@@ -77,6 +84,44 @@ def test_tune_fits_every_candidate_and_keeps_the_best(env):
     again = tune(TuneConfig(encoder="hash:16", methods=["lir"], data=SMALL,
                             out_dir=str(env / "tune")))
     assert [r.timings for r in again.runs] == [r.timings for r in result.runs[1:5]]
+
+
+def test_tune_scores_only_on_qe_dev_and_on_pairs_it_did_not_train_on(env, monkeypatch):
+    """Issue 32: defaults are chosen on validation data, never on a test set. The only
+    evaluation data tune scores is WMT20 QE dev (Tatoeba, STS17 and the QE test sets are
+    never loaded for scoring), and the held-out pairs candidates are scored on are not among
+    the pairs they were trained on."""
+    import disembed.evaluation.qe as qe_module
+    import disembed.evaluation.sts as sts_module
+    import disembed.evaluation.tatoeba as tatoeba_module
+    from disembed.evaluation import DEFAULT_TASKS
+    from disembed.experiment.spec import Workspace
+    from disembed.experiment.steps import load_training_set
+
+    loaded, scored = [], []
+
+    def spy(module, name, tag):
+        real = getattr(module, name)
+
+        def wrapper(*args, **kwargs):
+            loaded.append(tag(*args, **kwargs))
+            return real(*args, **kwargs)
+        monkeypatch.setattr(module, name, wrapper)
+
+    spy(qe_module, "load_wmt20_qe", lambda pair, split="test", data_dir=None: ("qe", split))
+    spy(sts_module, "load_sts17", lambda *a, **k: ("sts17",))
+    spy(tatoeba_module, "load_tatoeba", lambda *a, **k: ("tatoeba",))
+    real_scores = tune_module.validation_scores
+    monkeypatch.setattr(tune_module, "validation_scores", lambda model, src, tgt, pairs, qe_dev:
+                        scored.append(pairs) or real_scores(model, src, tgt, pairs, qe_dev))
+    tune(TuneConfig(encoder="hash:16", methods=["baseline", "mean-centering"], data=SMALL,
+                    out_dir=str(env / "tune")))
+    assert loaded and set(loaded) == {("qe", "dev")}
+    trained = load_training_set(SMALL, DEFAULT_TASKS, Workspace()).pairs
+    trained = set(zip(trained.src, trained.tgt, strict=True))
+    assert len(scored) == 2 and all(len(p) == 40 for p in scored)
+    for pairs in scored:
+        assert not set(zip(pairs.src, pairs.tgt, strict=True)) & trained
 
 
 def test_new_criteria_remeasure_saved_models_without_refitting(env, monkeypatch):

@@ -170,6 +170,25 @@ def test_corrupted_download_is_rejected_and_leaves_nothing(catalog, tmp_path):
     assert left == []  # no .part, no output, no manifest entry
 
 
+def test_a_corrupted_source_left_by_an_earlier_run_is_fetched_again(catalog, server, tmp_path):
+    """A downloaded source kept from an earlier run (--keep-downloads, or a run killed before
+    the clean-up) is used only when it still has its pinned hash; a damaged one is fetched
+    again, and the files built from it verify."""
+    root = tmp_path / "data"
+    download_sets(["small"], root, catalog=catalog, keep_downloads=True)
+    kept = sorted((root / ".disembed-downloads").iterdir())
+    assert kept
+    for path in kept:
+        path.write_bytes(b"damaged on disk")
+    for rel in ("small/README", "small/a.tsv", "small/pairs.tsv"):
+        (root / rel).unlink()
+    requests = len(server.log)
+    [again] = download_sets(["small"], root, catalog=catalog)
+    assert sorted(again.installed) == ["small/README", "small/a.tsv", "small/pairs.tsv"]
+    assert (root / "small/a.tsv").read_bytes() == b"x\ty\n1\t2\n"
+    assert len(server.log) == requests + len(kept)  # each damaged source fetched once more
+
+
 def test_interrupted_download_resumes_with_a_range_request(server, tmp_path):
     data = bytes(range(256)) * 400
     server.files["/big.bin"] = data

@@ -75,7 +75,7 @@ def test_held_out_pairs_are_never_trained_on_and_sizes_are_nested(data_dir):
     for s in sets:
         assert not set(pairs(s.pairs)) & set(held)
         assert (s.languages[0].used, s.languages[0].held_out) == (len(s.pairs), 6)
-    for small, big in zip(sets, sets[1:]):
+    for small, big in zip(sets[:-1], sets[1:], strict=True):
         assert pairs(big.pairs)[: len(small.pairs)] == pairs(small.pairs)
     with pytest.raises(ConfigError, match="too few to hold out"):
         build_training_set(["de"], 5, data_dir=data_dir, holdout_per_language=27)

@@ -30,6 +30,14 @@ def test_best_threshold_against_exhaustive_search():
     assert r == pytest.approx((is_gold & keep).sum() / n_gold)
 
 
+def test_best_threshold_never_cuts_between_candidates_of_equal_score():
+    """A threshold keeps every candidate scoring at least it: the gold 0.8 and the non-gold
+    0.8 are kept or dropped together (cutting between them would claim F1 = 1)."""
+    score = np.array([0.9, 0.8, 0.8, 0.7])
+    p, r, f1, thr = best_threshold(score, np.array([True, True, False, False]), 2)
+    assert (p, r, f1, thr) == pytest.approx((2 / 3, 1.0, 0.8, 0.8))
+
+
 @pytest.fixture
 def bucc_dir(tmp_path):
     folder = tmp_path / "bucc2018" / "de-en"
@@ -59,6 +67,25 @@ def test_bucc_task_on_a_tiny_pool(bucc_dir, tmp_path):
     pytest.importorskip("matplotlib")
     png = plot_score_histogram({"tiny": (score, is_gold, 0.5)}, tmp_path / "h.png")
     assert png.stat().st_size > 1000
+
+
+def test_bucc_mines_with_the_k_margin_and_mode_it_was_given(bucc_dir):
+    """BuccTask(k, margin, mode) mines exactly what the retrieval functions give with those
+    settings (and on this pool they give other candidates than LASER's defaults)."""
+    from disembed.retrieval import candidates, normalize_rows, search_both
+
+    enc = HashEncoder(dim=64)
+    for k, margin, mode in ((2, "distance", "max-score"), (4, "absolute", "forward"),
+                            (7, "ratio", "backward")):
+        task = BuccTask(["de-en"], k=k, margin=margin, mode=mode, data_dir=bucc_dir)
+        subset = task.load_subsets()[0]
+        a, b = enc.encode(subset.texts_a), enc.encode(subset.texts_b)
+        score, _ = task.mine(subset, a, b)
+        lists = search_both(normalize_rows(a), normalize_rows(b), k)
+        want, _, _ = candidates(*lists, mode=mode, kind=margin)
+        np.testing.assert_allclose(score, want, rtol=1e-6)
+        default, _ = BuccTask(["de-en"], data_dir=bucc_dir).mine(subset, a, b)
+        assert len(default) != len(score) or not np.allclose(default, score)
 
 
 def test_bucc_task_scores_the_meaning_and_language_parts(bucc_dir):

@@ -113,3 +113,26 @@ def test_bad_embed_or_views_give_clear_errors(tiny_data_dir, embed):
         task.evaluate(lambda texts: np.ones((2, 3)))
     with pytest.raises(ShapeError, match="view 'meaning'"):
         task.evaluate(embed, lambda e, lang: {"meaning": e[:, : (3 if lang == "en" else 4)]})
+
+
+def test_tatoeba_names_each_direction_by_its_queries(tiny_data_dir):
+    """``acc_xx2en``: the xx sentences query the English ones; ``acc_en2xx``: the reverse.
+    Here the English side of pair 0 is a hub as near to every German sentence as to its own:
+    xx->en stays perfect, en->xx gets 1/5 for that query (a five-way tie)."""
+    from tiny_data import TATOEBA
+
+    texts = TATOEBA["deu"][0]
+
+    def embed(batch):
+        return np.eye(len(texts))[[texts.index(t) for t in batch]]
+
+    def views(e, lang):
+        out = np.array(e, dtype=np.float64)
+        if lang == "en":
+            out[out[:, 0] == 1] = 1.0
+        return {"meaning": out}
+
+    scores = TatoebaTask(["de"], data_dir=tiny_data_dir).evaluate(embed, views)
+    assert scores.get("meaning", "de", "acc_xx2en") == 1.0
+    assert scores.get("meaning", "de", "acc_en2xx") == pytest.approx((4 + 1 / 5) / 5)
+    assert scores.per_item[("meaning", "de", "acc_en2xx")][0] == pytest.approx(1 / 5)

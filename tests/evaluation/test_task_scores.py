@@ -26,3 +26,17 @@ def test_main_score_unknown_view_is_a_clear_error():
     with pytest.raises(ConfigError, match="no scores for view 'language'"):
         s.main_score("language")
     assert math.isnan(s.main_score("meaning"))  # no such average row
+
+
+def test_an_undefined_member_makes_its_average_undefined():
+    """A track whose correlation is nan (a constant view) makes the average nan: an average
+    over fewer tracks is never printed under the full average's name."""
+    from disembed.evaluation.task_scores import ScoreRow, average_rows
+
+    rows = [ScoreRow("meaning", "en-de", "spearman", 0.5, 10),
+            ScoreRow("meaning", "es-en", "spearman", float("nan"), 10),
+            ScoreRow("meaning", "en-en", "spearman", 0.7, 10)]
+    out = {r.subset: r for r in average_rows(rows, {"cross": ["en-de", "es-en"],
+                                                    "mono": ["en-en", "ar-ar"]}, ["spearman"])}
+    assert math.isnan(out["avg:cross"].value) and out["avg:cross"].n == 2
+    assert out["avg:mono"].value == 0.7 and out["avg:mono"].n == 1  # ar-ar was not evaluated

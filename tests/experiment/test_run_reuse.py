@@ -62,3 +62,34 @@ def _flip_score(line: str) -> str:
         except ValueError:
             continue
     return "\t".join(parts) + "\n"
+
+
+def test_a_finished_run_is_reused_only_with_the_same_evaluation_options_and_encoder(
+        full_data_dir, tmp_path, monkeypatch):
+    """Issue 32: the reuse key holds every input of the scores. A run evaluated on a 2-item
+    subsample is not reused for one asking for every item (or another seed or QE split),
+    and one encoded by other encoder weights is not reused, although the spec string
+    ("hash:16") is the same."""
+    from disembed.encoders import HashEncoder
+    from disembed.encoders.cached import cached
+    from disembed.evaluation import EvalOptions
+
+    monkeypatch.setenv("DISEMBED_CACHE_DIR", str(tmp_path / "cache"))
+    spec = RunSpec(method="baseline", encoder="hash:16", tasks=("sts17", "wmt20-qe"),
+                   evaluation=EvalOptions(max_items=2))
+    where = dict(outputs=RunOutputs(run_dir=tmp_path / "run"))
+    workspace = Workspace(data_dir=str(full_data_dir))
+    first = run(spec, workspace, **where)
+    assert run(spec, workspace, **where).timings == first.timings  # same inputs: reused
+    for options in (EvalOptions(max_items=None), EvalOptions(max_items=2, seed=1),
+                    EvalOptions(max_items=2, qe_split="test21")):
+        again = run(spec.with_(evaluation=options), workspace, **where)
+        assert again.timings != first.timings, options
+        assert again.spec["evaluation"] == options.to_dict()
+    every = run(spec.with_(evaluation=EvalOptions(max_items=None)), workspace, **where)
+    assert max(every.scores[0].data_sizes.values()) > 2
+    run(spec, workspace, **where)  # the folder holds this spec's run again
+    other_weights = cached(HashEncoder(16, salt="other"))
+    assert other_weights.name == "hash:16"
+    moved = run(spec, workspace, encoder=other_weights, **where)
+    assert moved.encoder == other_weights.identity.to_dict() != first.encoder

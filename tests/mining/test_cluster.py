@@ -149,6 +149,32 @@ def test_cli_cluster_meaning_view_writes_what_mine_writes(tmp_path, monkeypatch,
     assert one != (tmp_path / "raw.tsv").read_bytes() and one.count(b"\n") > 10
 
 
+def test_shards_of_one_file_mapped_as_two_languages_are_kept_apart(tmp_path, monkeypatch):
+    """Issue 32: with a language-dependent model, the source file's shards mapped as "de"
+    are not reused when the same file is mined as "fr" in the same run folder."""
+    from disembed import make_method
+
+    s, t = corpus(tmp_path)
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((90, 32)).astype(np.float32)
+    X[:45] += 2.0  # the German rows' mean is far from the French rows'
+    make_method("mean-centering").fit(X, X - X.mean(0), ["de"] * 45 + ["fr"] * 45, "en").save(
+        tmp_path / "model")
+    monkeypatch.setattr(distributed, "connect", lambda address: InProcess())
+    base = ["mine", str(s), str(t), "--encoder", "hash:32", "--cache-dir",
+            str(tmp_path / "cache"), "-k", "3", "--model", str(tmp_path / "model"),
+            "--tgt-lang", "en"]
+    out = {}
+    for lang in ("de", "fr"):
+        assert main([*base, "--src-lang", lang, "--out", str(tmp_path / f"one-{lang}.tsv")]) == 0
+        assert main([*base, "--src-lang", lang, "--out", str(tmp_path / f"c-{lang}.tsv"),
+                     "--cluster", "local", "--shard-rows", "30",
+                     "--run-dir", str(tmp_path / "shared-run")]) == 0
+        out[lang] = (tmp_path / f"c-{lang}.tsv").read_bytes()
+        assert out[lang] == (tmp_path / f"one-{lang}.tsv").read_bytes()
+    assert out["de"] != out["fr"]
+
+
 # --------------------------------------------------------------- precomputed embeddings
 
 

@@ -108,3 +108,25 @@ def test_meaning_view_without_languages_identifies_them_and_center_is_checked(tm
         mine_files(src, src, enc, tmp_path / "o2.tsv", run_dir=tmp_path / "r2", center="batch")
     with pytest.raises(ConfigError, match="mode must be one of"):
         MineConfig(mode="both")
+
+
+def test_a_run_folder_resumes_only_vectors_of_the_same_view_and_model(tmp_path):
+    """Issue 32: the resume key holds the view and the model's learned weights. The same run
+    folder used raw, then with a model, then with another fit of the same recipe and
+    parameters, holds each time the vectors of that run (none resumed from the last)."""
+    from disembed import make_method
+
+    src = write(tmp_path / "s.txt", SRC)
+    tgt = write(tmp_path / "t.txt", TGT)
+    enc = HashEncoder(dim=8)
+    X = enc.encode(SRC)
+    rng = np.random.default_rng(0)
+    first = make_method("mean-centering").fit(X, X + 1.0, "de", "en")
+    second = make_method("mean-centering").fit(X + rng.standard_normal(X.shape), X, "de", "en")
+    assert first.get_params() == second.get_params()
+    run = tmp_path / "run"
+    for model in (None, first, second, None):
+        mine_files(src, tgt, enc, tmp_path / "o.tsv", run_dir=run, model=model,
+                   src_lang="de", tgt_lang="en")
+        want = X if model is None else model.meaning(X, "de")
+        np.testing.assert_allclose(np.load(run / "src.npy"), normalize_rows(want), atol=1e-5)

@@ -137,3 +137,22 @@ def test_no_reference_no_comparison_section(full_data_dir, tmp_path, monkeypatch
     report = (out / "results.md").read_text(encoding="utf-8")
     assert "## Against" not in report and "## Test items" in report
     assert not np.any([p.name == "differences.png" for p in out.iterdir()])
+
+
+def test_an_interval_that_excludes_zero_is_bold_for_losses_as_for_gains():
+    """Issue 32: bold says "the interval excludes 0", whichever side of 0 it lies on."""
+    from disembed.reports.bench_report import _comparison_section
+
+    def comparison(method, low, high):
+        return {"task": "sts17", "view": "meaning", "a": method, "b": "mean-centering",
+                "bootstrap": {"score_a": 0.5, "score_b": 0.5, "delta": (low + high) / 2,
+                              "ci_low": low, "ci_high": high, "n_items": 300,
+                              "n_resamples": 2000}}
+
+    result = ExperimentResult("bench", {}, comparisons=[
+        comparison("better", 0.01, 0.03), comparison("worse", -0.04, -0.02),
+        comparison("unclear", -0.01, 0.02)])
+    rows = {line.split(" | ")[2]: line for line in _comparison_section(result, False)
+            if line.startswith("| sts17 |")}
+    assert "**[+1.00, +3.00]**" in rows["better"] and "**[-4.00, -2.00]**" in rows["worse"]
+    assert "**" not in rows["unclear"]

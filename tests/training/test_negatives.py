@@ -29,3 +29,25 @@ def test_negatives_are_seeded_and_cover_all_partners():
     gen = torch.Generator().manual_seed(1)
     seen = {same_language_negatives(langs, gen)[0][0].item() for _ in range(200)}
     assert seen == {1, 2, 3, 4, 5}
+
+
+def test_each_side_draws_negatives_in_its_own_language():
+    """Issue 32: source negatives share the source row's language, target negatives the
+    target row's, also when the two sides' languages vary independently (en<->de, fr<->zh
+    pairs in one batch)."""
+    import torch
+
+    from disembed.training.batches import make_batch
+
+    n = 40
+    s_lang = torch.tensor([0, 0, 1, 1] * (n // 4))  # de, de, zh, zh, ...
+    t_lang = torch.tensor([2, 3, 2, 3] * (n // 4))  # en, fr, en, fr, ...
+    x = torch.randn(n, 4)
+    for seed in range(5):
+        batch = make_batch(x, x, s_lang, t_lang, torch.arange(n),
+                           torch.Generator().manual_seed(seed), "mask")
+        assert bool(batch.s_valid.all()) and bool(batch.t_valid.all())
+        assert torch.equal(s_lang[batch.s_neg], s_lang) and torch.equal(t_lang[batch.t_neg],
+                                                                         t_lang)
+        assert not bool((batch.s_neg == torch.arange(n)).any())
+        assert not bool((batch.t_neg == torch.arange(n)).any())

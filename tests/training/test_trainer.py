@@ -68,11 +68,32 @@ def test_checkpoint_of_another_run_is_moved_aside(toy_pairs, tmp_path):
     assert (tmp_path / "checkpoint.stale").exists()
 
 
+def test_a_checkpoint_of_other_pairs_of_the_same_shape_is_not_resumed(toy_pairs, tmp_path):
+    """Issue 32: the checkpoint key holds the training data, not only its shape."""
+    src, tgt, src_lang = toy_pairs
+    make_method("seed", max_epochs=1, batch_size=64).fit(src, tgt, src_lang, "en",
+                                                        checkpoint_dir=tmp_path)
+    other = make_method("seed", max_epochs=1, batch_size=64).fit(src[::-1].copy(), tgt, src_lang,
+                                                                "en", checkpoint_dir=tmp_path)
+    assert (tmp_path / "checkpoint.stale").exists()
+    assert len(other.history_.epochs) == 1  # trained on its own pairs, not resumed at epoch 1
+    fresh = make_method("seed", max_epochs=1, batch_size=64).fit(src[::-1].copy(), tgt,
+                                                                src_lang, "en")
+    for key, value in fresh.head_.state_dict().items():
+        np.testing.assert_array_equal(other.head_.state_dict()[key].numpy(), value.numpy())
+
+
 def test_early_stopping_restores_best_epoch(toy_pairs):
     src, tgt, src_lang = toy_pairs
     model = make_method("seed", max_epochs=200, batch_size=64, lr=0.05, patience=2)
-    model.fit(src, tgt, src_lang, "en")
+    weights = []  # the head's weights at the end of each epoch
+    model.fit(src, tgt, src_lang, "en", on_epoch_end=lambda record: weights.append(
+        {k: v.detach().clone() for k, v in model.head_.state_dict().items()}))
     hist = model.history_
+    # the model keeps the best epoch's weights, not the last one's
+    for key, value in model.head_.state_dict().items():
+        np.testing.assert_array_equal(value.numpy(), weights[hist.best_epoch - 1][key].numpy())
+        assert not np.array_equal(value.numpy(), weights[-1][key].numpy())
     assert hist.stopped_early and hist.stop_reason == "early_stopping" and not hist.budget_bound
     assert hist.epochs_since_best == 2
     best = min(e["val_loss"] for e in hist.epochs)
@@ -118,3 +139,34 @@ def test_stopping_at_max_epochs_while_improving_warns(toy_pairs, caplog):
     assert model.history_.best_epoch == 2 and not model.history_.stopped_early
     assert model.history_.stop_reason == "max_epochs" and model.history_.budget_bound
     assert "probably under-trained" in caplog.text
+
+
+def test_validation_loss_is_measured_on_the_held_out_rows_only():
+    """Issue 32: early stopping chooses on rows it never trains on. The loss here is the mean
+    row number of the batch, so the recorded validation loss names the rows it was
+    measured on."""
+    import torch
+
+    from disembed.training.batches import PairData
+    from disembed.training.trainer import train
+
+    n = 100
+    src = np.repeat(np.arange(n, dtype=np.float32)[:, None], 4, axis=1)
+    langs = np.zeros(n, np.int64)
+    config = TrainConfig(max_epochs=2, batch_size=16, val_fraction=0.2, seed=3)
+    module = torch.nn.Linear(4, 4)
+    seen = []
+
+    def loss_fn(batch):
+        if module.training:
+            seen.extend(batch.s[:, 0].int().tolist())
+        zero = sum(p.sum() for p in module.parameters()) * 0.0
+        return batch.s[:, 0].mean() + zero, {}
+
+    history = train(module, loss_fn, src, src.copy(), langs, langs, config)
+    split = PairData.split(src, src, langs, langs, config)
+    val, trained = set(split.val_idx.tolist()), set(split.train_idx.tolist())
+    assert len(val) == 20 and len(trained) == 80 and not val & trained
+    assert set(seen) == trained  # every training row, no validation row, was trained on
+    for record in history.epochs:
+        assert record["val_loss"] == pytest.approx(float(np.mean(sorted(val))))

@@ -170,3 +170,30 @@ def test_validation_loss_is_measured_on_the_held_out_rows_only():
     assert set(seen) == trained  # every training row, no validation row, was trained on
     for record in history.epochs:
         assert record["val_loss"] == pytest.approx(float(np.mean(sorted(val))))
+
+
+def test_paper_validation_draws_the_same_negatives_every_epoch():
+    """The paper form scores every epoch's validation on one fixed draw of negatives (so
+    early stopping follows the model, not the draw); the official form draws afresh. The
+    loss here depends on the negatives only: the weights never change."""
+    import torch
+
+    from disembed.training.trainer import train
+
+    rng = np.random.default_rng(0)
+    src = rng.standard_normal((120, 4)).astype(np.float32)
+    langs = np.array([0, 1] * 60)
+    module = torch.nn.Linear(4, 4)
+
+    def loss_fn(batch):
+        zero = sum(p.sum() for p in module.parameters()) * 0.0
+        return (batch.s * batch.s[batch.s_neg]).sum(1).mean() + zero, {}
+
+    val = {}
+    for negatives in ("paper", "official"):
+        config = TrainConfig(max_epochs=4, batch_size=16, patience=100, negatives=negatives,
+                             weight_decay=0.0)
+        val[negatives] = [e["val_loss"] for e in train(module, loss_fn, src, src, langs, langs,
+                                                       config).epochs]
+    assert len(set(val["paper"])) == 1
+    assert len(set(val["official"])) == 4

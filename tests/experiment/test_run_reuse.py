@@ -82,7 +82,7 @@ def test_a_finished_run_is_reused_only_with_the_same_evaluation_options_and_enco
     first = run(spec, workspace, **where)
     assert run(spec, workspace, **where).timings == first.timings  # same inputs: reused
     for options in (EvalOptions(max_items=None), EvalOptions(max_items=2, seed=1),
-                    EvalOptions(max_items=2, qe_split="test21")):
+                    EvalOptions(max_items=2, task_options={"wmt20-qe": {"split": "test21"}})):
         again = run(spec.with_(evaluation=options), workspace, **where)
         assert again.timings != first.timings, options
         assert again.spec["evaluation"] == options.to_dict()

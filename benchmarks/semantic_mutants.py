@@ -149,6 +149,40 @@ def _package_of(file: str) -> str:
     return parts[2] if len(parts) > 3 else Path(parts[-1]).stem
 
 
+#: mutmut group -> the tests of its modules (``--from-reasons``)
+REASON_TESTS: dict[str, tuple[str, ...]] = {
+    "constraints": ("tests/methods/test_constraints.py", "tests/methods/test_recipe_losses.py",
+                    "tests/methods/test_seed_loss.py"),
+    "knn": ("tests/retrieval", "tests/mining/test_knn.py", "tests/mining/test_knn_properties.py"),
+    "margins": ("tests/mining/test_margin.py", "tests/mining/test_knn_properties.py"),
+    "significance": ("tests/analysis",),
+    "checkpoint": ("tests/training/test_checkpoint.py",),
+    "centring": ("tests/methods/test_centering.py",),
+}
+
+
+def reason_mutants(folder: Path = REASONS.parent) -> list[Mutant]:
+    """The accepted survivors of the mutmut campaign (``benchmarks/mutation_reasons/<group>
+    .toml``) as mutants: to re-test them under other library versions (``--python`` of a
+    minimal-versions venv), where an equivalence argument may not hold."""
+    out = []
+    for path in sorted(folder.glob("*.toml")):
+        if path.stem not in REASON_TESTS:
+            continue
+        entries = tomllib.loads(path.read_text(encoding="utf-8")).get("survivor", [])
+        for i, e in enumerate(entries):
+            file = "src/" + e["module"].replace(".", "/") + ".py"
+            name = e["function"].split(".")[-1]  # mutmut writes a def line's name as FN
+
+            def lines(key, name=name, e=e):
+                return "\n".join(re.sub(r"\bFN\b", name, x) for x in e.get(key, []))
+
+            out.append(Mutant(f"{path.stem}-{i:03d}-{e['function']}", "mutmut survivor", file,
+                              e["function"], lines("removed"), lines("added"), path.stem,
+                              e["reason"].split(".")[0], list(REASON_TESTS[path.stem])))
+    return out
+
+
 def load_reasons(path: Path = REASONS) -> dict[str, str]:
     if not path.is_file():
         return {}
@@ -277,7 +311,7 @@ def test_env(tree: Path, data_dir: str | None) -> dict[str, str]:
 
 def run_pytest(tree: Path, tests: list[str], env: dict, timeout: float) -> tuple[str, str, float]:
     """``(status, first failing test or error line, seconds)`` of ``pytest -x`` in ``tree``."""
-    cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider",
+    cmd = [PYTHON[0], "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider",
            "-m", "not slow", "--no-header", "-rfE", *tests]
     t0 = time.perf_counter()
     # a session of its own: on a timeout the whole group goes (servers, workers a test started)
@@ -309,6 +343,8 @@ def _first_failure(text: str) -> str:
 
 #: ``--tests``: run these instead of every mutant's selection
 OVERRIDE: list[str] = []
+#: ``--python``: the interpreter that runs the tests
+PYTHON: list[str] = [sys.executable]
 
 
 def selection(m: Mutant) -> list[str]:
@@ -323,7 +359,7 @@ class Worker:
     def __init__(self, tree: Path, data_dir: str | None) -> None:
         self.tree, self.env = tree, test_env(tree, data_dir)
         make_tree(tree)
-        probe = subprocess.run([sys.executable, "-c", "import disembed; print(disembed.__file__)"],
+        probe = subprocess.run([PYTHON[0], "-c", "import disembed; print(disembed.__file__)"],
                                cwd=tree, env=self.env, capture_output=True, text=True)
         if not probe.stdout.strip().startswith(str(tree)):
             raise SystemExit(f"the scratch copy's disembed is not imported from {tree} "
@@ -372,6 +408,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--confirm", action="store_true",
                    help="re-run each survivor against the whole default suite")
     p.add_argument("--check", action="store_true", help="only check that every mutant applies")
+    p.add_argument("--from-reasons", action="store_true",
+                   help="test the mutmut campaign's accepted survivors (mutation_reasons/*.toml) "
+                        "instead, e.g. under --python of a minimal-versions venv")
+    p.add_argument("--python", default=sys.executable,
+                   help="the interpreter that runs the tests (default: this one)")
     p.add_argument("--list", action="store_true", help="list the mutants and exit")
     return p.parse_args(argv)
 
@@ -493,7 +534,8 @@ def details(results: list[Outcome]) -> str:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     OVERRIDE[:] = args.tests.split(",") if args.tests else []
-    mutants = choose(load_mutants(), args)
+    PYTHON[:] = [args.python]
+    mutants = choose(reason_mutants() if args.from_reasons else load_mutants(), args)
     if args.list:
         for m in mutants:
             print(f"{m.package:11s} {m.klass:40s} {m.name}")
@@ -513,22 +555,43 @@ def main(argv: list[str] | None = None) -> int:
     data_dir = resolve_data(args.data_dir, args.workdir)
     started = time.time()
     results, baselines = campaign(mutants, args, data_dir)
-    for o in results:
-        if o.status == "survived":
-            o.reason = reasons.get(o.name)
-    chosen, known = {m.name for m in mutants}, {m.name for m in load_mutants()}
-    stale = sorted(name for name in reasons if name not in known or (name in chosen and not any(
-        o.name == name and o.status == "survived" for o in results)))
+    stale = explain(results, mutants, reasons, args.from_reasons)
     text = table(results)
     print(text)
     report = {"seconds": round(time.time() - started, 1), "data_dir": data_dir,
               "commit": _commit(), "load_average": os.getloadavg(), "baselines": baselines,
-              "python": sys.version.split()[0], "mutants": [asdict(o) for o in results],
+              "python": args.python, "mutants": [asdict(o) for o in results],
               "stale_reasons": stale}
     (args.workdir / "results.json").write_text(json.dumps(report, indent=1, ensure_ascii=False))
     (args.workdir / "results.md").write_text(f"{text}\n\n{details(results)}\n")
-    failing = [o for o in results if o.status not in DETECTED
-               and not (o.status == "survived" and o.reason)]
+    return verdict(results, stale, args)
+
+
+def explain(results: list[Outcome], mutants: list[Mutant], reasons: dict[str, str],
+            from_reasons: bool) -> list[str]:
+    """Give each survivor its written reason; returns the reasons that match no survivor
+    (stale). ``from_reasons``: the mutants are mutmut's accepted survivors, whose reason is
+    the one they were accepted with."""
+    by_name = {m.name: m for m in mutants}
+    for o in results:
+        if o.status == "survived":
+            o.reason = by_name[o.name].why if from_reasons else reasons.get(o.name)
+    if from_reasons:
+        return []
+    chosen, known = set(by_name), {m.name for m in load_mutants()}
+    return sorted(name for name in reasons if name not in known or (name in chosen and not any(
+        o.name == name and o.status == "survived" for o in results)))
+
+
+def verdict(results: list[Outcome], stale: list[str], args: argparse.Namespace) -> int:
+    """Print what needs attention; 1 if anything does. With ``--from-reasons`` that is every
+    accepted survivor a test kills here: its written equivalence does not hold for these
+    library versions."""
+    if args.from_reasons:
+        failing = [o for o in results if o.status != "survived"]
+    else:
+        failing = [o for o in results if o.status not in DETECTED
+                   and not (o.status == "survived" and o.reason)]
     for o in failing:
         print(f"[semantic] {o.status.upper()}: {o.name} ({o.file}, {o.anchor})"
               + (f": {o.detail}" if o.detail else ""), file=sys.stderr)

@@ -85,6 +85,15 @@ def test_an_encoder_round_trips_its_spec_and_identity(name, tmp_path, monkeypatc
     np.testing.assert_allclose(again.encode(TEXTS), encoder.encode(TEXTS), atol=1e-6)
 
 
+@pytest.mark.parametrize("spec", ["e5-small-c", "e5-small-torch"])
+def test_a_query_side_e5_is_rebuilt_on_the_query_side(spec):
+    """Issue 32: a model trained on query-side vectors gets its query-side encoder back."""
+    encoder = load_encoder(spec, side="query")
+    again = rebuild_encoder(identity_from_dict(encoder.identity.to_dict(), "test"))
+    assert again.identity == encoder.identity and again.identity.prefix == "query: "
+    np.testing.assert_allclose(again.encode(TEXTS), encoder.encode(TEXTS), atol=1e-6)
+
+
 def test_backends_without_an_export_say_so(tmp_path):
     identity = load_encoder("hash:8").identity
     with pytest.raises(ConfigError, match="no sentence-transformers form"):

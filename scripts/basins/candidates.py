@@ -16,6 +16,7 @@ Candidates (prototypes here; the ones worth it become registered recipes):
 * ``offset:A``: the head's W with the bias replaced by ``A |b| b0``, ``b0`` the unit
   direction of seed 0's bias (A = 1: seed 0's orientation; -1: the other basin's).
 * ``mcoff:A``: mean-centering plus the same common offset (W = I).
+* ``eraser``: centring, then LEACE fitted on the unit-length centred rows.
 * ``soup:K``: the weight average of K seeds' heads (seeds s, s+1, ..., s+K-1 mod range).
 * ``swa:E``: the average of the head's weights over epochs E..best of one run.
 
@@ -34,8 +35,15 @@ import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import Study, fmt, history_summary, load_json, main_scores, save_json  # noqa: E402
-from common import setup_logging  # noqa: E402
+from common import (  # noqa: E402
+    Study,
+    fmt,
+    history_summary,
+    load_json,
+    main_scores,
+    save_json,
+    setup_logging,  # noqa: E402
+)
 from seeds import seed_list, validation  # noqa: E402
 
 from disembed.methods import make_method  # noqa: E402
@@ -89,6 +97,32 @@ class Whiten(MeanCentering):
             T = self.maps_.get(lang, self.maps_[None])
             out[rows] = (centred[rows].astype(np.float64) @ T).astype(np.float32)
         return out
+
+
+class CentredEraser(MeanCentering):
+    """Prototype: centring, then LEACE fitted on the unit-length centred rows (centring makes
+    the class means equal, so LEACE on the centred rows themselves would erase nothing)."""
+
+    def fit(self, src, tgt, src_lang, tgt_lang):
+        from disembed.methods.leace import leace_factors
+
+        super().fit(src, tgt, src_lang, tgt_lang)
+        X = np.concatenate([src, tgt]).astype(np.float64)
+        langs = np.concatenate([np.asarray(src_lang, object), np.asarray(tgt_lang, object)])
+        U = X - self._means_for(X.astype(np.float32), langs)
+        U /= np.linalg.norm(U, axis=1, keepdims=True)
+        Z = (langs[:, None] == np.array(self.languages_, dtype=object)[None]).astype(float)
+        self.mu_ = U.mean(0)
+        Uc, Zc = U - self.mu_, Z - Z.mean(0)
+        self.left_, self.right_ = leace_factors(Uc.T @ Uc / len(U), Uc.T @ Zc / len(U),
+                                                max_rank=len(self.languages_) - 1)
+        return self
+
+    def meaning(self, X, languages):
+        X = self._check(X)
+        C = (X - self._means_for(X, languages)).astype(np.float64)
+        U = C / np.linalg.norm(C, axis=1, keepdims=True)
+        return (U - ((U - self.mu_) @ self.right_.T) @ self.left_.T).astype(np.float32)
 
 
 def with_head(model, weight: np.ndarray, bias: np.ndarray):
@@ -162,6 +196,8 @@ def build(name: str, seed: int, seeds: list[int], fits: Fits, data):
                                                                               float(args[0]))
         return Whiten(p, shrink, per_language=kind == "coral").fit(
             data.src, data.tgt, data.src_lang, data.tgt_lang)
+    if kind == "eraser":
+        return CentredEraser().fit(data.src, data.tgt, data.src_lang, data.tgt_lang)
     if kind == "nobias":  # the trained W without its bias: m = W (e - mu)
         W, _ = head_of(fits.saved(seed))
         return with_head(fits.saved(seed), W, np.zeros(len(W)))
@@ -209,7 +245,8 @@ def main() -> None:
     fits = Fits(data, heads_file=args.heads or args.out.with_suffix(".npz"))
     for name in args.candidates:
         per_seed = cands.setdefault(name, {})
-        for seed in seeds if not name.startswith(("mc", "whiten", "coral")) else seeds[:1]:
+        closed_form = name.startswith(("mc", "whiten", "coral", "eraser"))
+        for seed in seeds[:1] if closed_form else seeds:
             if str(seed) in per_seed and (args.no_test or "test" in per_seed[str(seed)]):
                 continue
             model = build(name, seed, seeds, fits, data)

@@ -19,13 +19,13 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from disembed.analysis.significance import task_items
 from disembed.evaluation import DEFAULT_TASKS, EvalOptions, TaskScores
 from disembed.evaluation.qe import WMT20QETask
 from disembed.experiment import RunSpec, TrainingData, open_encoder
 from disembed.experiment.spec import DEFAULT_TRAIN_LANGUAGES
 from disembed.experiment.steps import UNTAGGED_VIEW, load_training_set, with_untagged
 from disembed.experiment.tasks import build_tasks
-from disembed.analysis.significance import task_items
 from disembed.util.files import atomic_write_text
 
 logger = logging.getLogger("basins")

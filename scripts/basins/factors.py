@@ -28,8 +28,15 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import Study, fmt, history_summary, load_json, main_scores, save_json  # noqa: E402
-from common import setup_logging  # noqa: E402
+from common import (  # noqa: E402
+    Study,
+    fmt,
+    history_summary,
+    load_json,
+    main_scores,
+    save_json,
+    setup_logging,  # noqa: E402
+)
 from seeds import seed_list, validation  # noqa: E402
 
 from disembed.methods import make_method  # noqa: E402

@@ -20,8 +20,15 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import Study, fmt, history_summary, load_json, main_scores, save_json  # noqa: E402
-from common import setup_logging  # noqa: E402
+from common import (  # noqa: E402
+    Study,
+    fmt,
+    history_summary,
+    load_json,
+    main_scores,
+    save_json,
+    setup_logging,  # noqa: E402
+)
 from seeds import seed_list, validation  # noqa: E402
 
 from disembed.methods import make_method  # noqa: E402
@@ -43,6 +50,8 @@ def parse(spec: str) -> tuple[str, dict, dict]:
             parsed = tuple(float(x) for x in value.split("/"))
         elif value in ("None", "none"):
             parsed = None
+        elif value in ("True", "False"):
+            parsed = value == "True"
         else:
             try:
                 parsed = int(value)
@@ -119,9 +128,13 @@ def main() -> None:
                 continue
             model = make_method(args.method, **{**params, "seed": seed})
             t0 = time.perf_counter()
+            kwargs = {}
+            if params.get("mirror"):  # the two arms chosen on WMT20 QE dev (as run() does)
+                kwargs["validate"] = lambda m: study.qe_dev(m)["qe_dev"]
             with patched(**patches):
-                model.fit(data.src, data.tgt, data.src_lang, data.tgt_lang)
+                model.fit(data.src, data.tgt, data.src_lang, data.tgt_lang, **kwargs)
             row = {"history": history_summary(model), "seconds": time.perf_counter() - t0,
+                   "orientation": getattr(model, "orientation_", None),
                    "validation": validation(study, model, held)}
             if not args.no_test:
                 row["test"] = main_scores(study.test_scores(model))

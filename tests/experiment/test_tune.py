@@ -195,3 +195,44 @@ def test_ties_go_to_the_cheaper_candidate():
     assert choose([slow, fast, worse, leaky])["inter"] == {"lr": 3e-3}
     assert choose([slow, worse])["inter"] == {"lr": 1e-4}
     assert choose_default([slow, fast, leaky])["params"] == {"lr": 3e-3}
+
+
+def test_with_several_seeds_a_candidate_is_scored_by_its_mean_over_them(env):
+    grids = {"seed": {"lr": [1e-3, 3e-3], "max_epochs": [2]}}
+    result = tune(TuneConfig(encoder="hash:16", methods=["lir", "seed"], data=SMALL,
+                             grids=grids, seeds=[0, 1], out_dir=str(env / "tune")))
+    seeded = [r for r in result.runs if r.spec["method"] == "seed"]
+    assert [(r.spec["params"]["lr"], r.spec["seed"]) for r in seeded] == [
+        (1e-3, 0), (1e-3, 1), (3e-3, 0), (3e-3, 1)]
+    assert [r.spec["method"] for r in result.runs].count("lir") == 4  # no seed: once each
+    means = {lr: np.mean([r.measurements["validation"][CRITERION] for r in seeded
+                          if r.spec["params"]["lr"] == lr]) for lr in (1e-3, 3e-3)}
+    best = max(means, key=means.get)
+    assert result.extras["chosen"]["seed"]["lr"] == best
+    assert (env / "tune" / "seed" / "lr-0.001_max_epochs-2" / "seed-1").is_dir()
+    table = (env / "tune" / "tune.md").read_text()
+    assert f"{100 * means[best]:.2f} (" in table  # the mean, then each seed's
+
+
+def test_the_mean_over_seeds_can_overturn_the_first_seeds_choice():
+    """A candidate that wins on seed 0 but loses on average is not chosen."""
+    def fake(lr, seed, score, steps=10):
+        run = type("R", (), {})()
+        run.spec = {"method": "seed", "params": {"lr": lr}, "seed": seed}
+        run.measurements = {"validation": {CRITERION: score, "language_retrieval": 0.0}}
+        run.training = {"history": {"steps": steps}}
+        return run
+
+    runs = [fake(1e-3, 0, 0.70), fake(1e-3, 1, 0.60), fake(3e-3, 0, 0.69), fake(3e-3, 1, 0.69)]
+    assert choose(runs[:1] + runs[2:3]) == {"seed": {"lr": 1e-3}}  # seed 0 alone
+    assert choose(runs) == {"seed": {"lr": 3e-3}}  # the mean: 0.65 vs 0.69
+
+
+def test_both_arms_of_a_mirrored_fit_count_as_training_steps():
+    from disembed.experiment.tune import training_steps
+
+    run = type("R", (), {})()
+    run.training = {"history": {"steps": 30}, "orientation": {"steps": 55}}
+    assert training_steps(run) == 55
+    run.training = {"history": {"steps": 30}}
+    assert training_steps(run) == 30

@@ -35,6 +35,7 @@ from .steps import (
     load_pairs,
     open_encoder,
 )
+from .validation import qe_dev_validator
 
 logger = logging.getLogger(__name__)
 
@@ -224,11 +225,17 @@ def _fit(model: Disentangler, spec: RunSpec, tasks: Sequence[str], encoder: Enco
         return model, {}
     pairs, report = load_pairs(spec.data, tasks, workspace)
     callback = hooks.epoch_callback(model, encoder) if hooks.epoch_callback else None
+    validate = (qe_dev_validator(encoder, workspace.data_dir, workspace.batch_size)
+                if getattr(model, "mirror", False) else None)
     fit_method(model, encoder, pairs, batch_size=workspace.batch_size,
-               checkpoint_dir=outputs.checkpoint_path(), on_epoch_end=callback)
+               checkpoint_dir=outputs.checkpoint_path(), on_epoch_end=callback,
+               validate=validate)
     record = model.fit_record()
-    return model, {"data": report, "history": record["history"],
-                   "diagnostics": record["diagnostics"]}
+    out = {"data": report, "history": record["history"],
+           "diagnostics": record["diagnostics"]}
+    if getattr(model, "orientation_", None) is not None:
+        out["orientation"] = model.orientation_
+    return model, out
 
 
 def _encode_seconds(encoder: Encoder) -> float:

@@ -107,15 +107,20 @@ def with_untagged(model: Disentangler) -> Callable[[np.ndarray, str], dict[str, 
 def fit_method(method: str | Disentangler, encoder: Encoder, pairs: ParallelPairs, *,
                params: Mapping[str, Any] | None = None, batch_size: int = 64,
                checkpoint_dir: str | Path | None = None,
-               on_epoch_end: Callable[[dict], None] | None = None) -> Disentangler:
+               on_epoch_end: Callable[[dict], None] | None = None,
+               validate: Callable[[Disentangler], float] | None = None) -> Disentangler:
     """Embed ``pairs`` with ``encoder`` and fit ``method`` (a name or an unfitted instance).
 
     ``checkpoint_dir`` and ``on_epoch_end`` reach trained recipes (closed-form ones have
-    no epochs); ``model.fit_record()["seconds"]`` is the time spent in ``fit``.
+    no epochs), and so does ``validate`` (``model -> score`` on validation data, e.g.
+    :func:`~disembed.experiment.validation.qe_dev_validator`), which a recipe with
+    ``mirror=True`` chooses between its two fits with; ``model.fit_record()["seconds"]`` is
+    the time spent in ``fit``.
     """
     model = make_method(method, **dict(params or {})) if isinstance(method, str) else method
     src, tgt = embed_pairs(encoder, pairs, batch_size=batch_size)
-    options = {"checkpoint_dir": checkpoint_dir, "on_epoch_end": on_epoch_end}
+    options = {"checkpoint_dir": checkpoint_dir, "on_epoch_end": on_epoch_end,
+               "validate": validate}
     kwargs = {k: v for k, v in options.items() if v is not None and model.fit_accepts(k)}
     model.fit(src, tgt, pairs.src_lang, pairs.tgt_lang, **kwargs)
     return model

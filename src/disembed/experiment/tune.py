@@ -69,7 +69,7 @@ from .spec import (
     Workspace,
 )
 from .steps import load_training_set, open_encoder
-from .tasks import validation_tasks
+from .validation import qe_dev_score
 
 logger = logging.getLogger(__name__)
 
@@ -103,6 +103,10 @@ class TuneConfig:
     methods: list[str] = field(default_factory=lambda: list(DEFAULT_TUNE_METHODS))
     data: TrainingData = field(default_factory=lambda: TrainingData(holdout_per_language=300))
     grids: dict[str, dict[str, list]] = field(default_factory=dict)
+    #: training seeds every candidate of a seeded recipe is fitted with; its score is the mean
+    #: over them (empty: the data's seed alone). A recipe whose result depends on the seed
+    #: (docs/seed_basins.md) is then chosen for what it does on every seed, not on one.
+    seeds: list[int] = field(default_factory=list)
     out_dir: str = "runs/tune"
     #: where it reads and writes (data, cache and its dtype, encoding batch size, force)
     workspace: Workspace = field(default_factory=Workspace)
@@ -115,6 +119,12 @@ class TuneConfig:
         if self.data.pairs_file is not None:
             raise ConfigError("tune holds pairs out of the pool; a pairs file has none to hold "
                               "out (give languages instead)")
+
+    def training_seeds(self, method: str) -> list[int]:
+        """The seeds ``method``'s candidates are fitted with (one for a recipe without a
+        seed)."""
+        seeds = list(self.seeds) or [self.data.seed]
+        return seeds if "seed" in method_class(method).param_names() else seeds[:1]
 
     def grid(self, method: str) -> dict[str, list]:
         return self.grids[method] if method in self.grids else tuning_grid(method)
@@ -151,17 +161,6 @@ def _per_language_retrieval(a: np.ndarray, b: np.ndarray, languages: list[str]
             for lang in dict.fromkeys(languages)}
 
 
-def qe_dev_score(model: Disentangler, encoder: Encoder, data_dir: str | None) -> float:
-    """The main score (meaning part) of every task that declares a validation split, on that
-    split, every item, averaged: WMT20 QE dev's mean Pearson over its six pairs."""
-    tasks = validation_tasks(data_dir)
-    if not tasks:
-        raise ConfigError("tune scores candidates on a task's validation split, and no "
-                          "registered task declares one (TaskMetadata.validation_split)")
-    return float(np.mean([t.evaluate(encoder.encode, model.views).main_score("meaning")
-                          for t in tasks]))
-
-
 def tune(config: TuneConfig) -> ExperimentResult:
     """Fit every candidate and keep the best per method; writes ``tune.json``, ``tune.md``
     and ``tuned.json`` into ``out_dir``."""
@@ -173,8 +172,9 @@ def tune(config: TuneConfig) -> ExperimentResult:
     hooks = RunHooks(measure=lambda model, enc, scores: {"validation": validation_scores(
         model, src, tgt, heldout, qe_dev_score(model, enc, workspace.data_dir))})
     out = mark_folder(config.out_dir)  # a rerun recognises the folder as its own
-    runs = [_candidate(config, method, params, encoder, workspace, hooks, out)
-            for method in config.methods for params in config.candidates(method)]
+    runs = [_candidate(config, method, params, seed, encoder, workspace, hooks, out)
+            for method in config.methods for params in config.candidates(method)
+            for seed in config.training_seeds(method)]
     chosen = choose(runs)
     result = ExperimentResult("tune", asdict(config), runs,
                               extras={"chosen": chosen, "criterion": CRITERION,
@@ -191,14 +191,16 @@ def tune(config: TuneConfig) -> ExperimentResult:
     return result
 
 
-def _candidate(config: TuneConfig, method: str, params: dict, encoder: Encoder,
+def _candidate(config: TuneConfig, method: str, params: dict, seed: int, encoder: Encoder,
                workspace: Workspace, hooks: RunHooks, out: Path) -> RunResult:
     data = config.data if method_class(method).needs_data else None
     label = f"{method} " + " ".join(f"{k}={v}" for k, v in params.items())
     spec = RunSpec(method=method, params=params, encoder=config.encoder, data=data, tasks=(),
-                   seed=config.data.seed, label=label.strip())
+                   seed=seed, label=label.strip())
     folder = out / slug(method) / (slug("_".join(f"{k}-{v}" for k, v in params.items()))
                                    or "default")
+    if config.seeds:  # one folder per training seed
+        folder = folder / f"seed-{seed}"
     result = run(spec, workspace, outputs=RunOutputs(run_dir=folder), encoder=encoder,
                  hooks=hooks)
     if upgrade_measurement(result.measurements.get("validation", {})):
@@ -221,49 +223,69 @@ def upgrade_measurement(validation: dict[str, Any]) -> bool:
     return True
 
 
-def within_limit(run: RunResult) -> bool:
+def within_limit(run: RunResult | list[RunResult]) -> bool:
     """Whether the run's language part leaks at most :data:`LEAKAGE_LIMIT` (a method
-    without a language part leaks nothing)."""
+    without a language part leaks nothing); for a candidate's runs over several seeds,
+    whether every one does."""
+    if isinstance(run, list):
+        return all(within_limit(r) for r in run)
     leaked = run.measurements["validation"].get("language_retrieval")
     return leaked is None or leaked <= LEAKAGE_LIMIT
 
 
-def _score(run: RunResult) -> float:
-    return run.measurements["validation"][CRITERION]
+def _score(group: list[RunResult]) -> float:
+    """A candidate's criterion: the mean over its seeds' runs."""
+    return float(np.mean([r.measurements["validation"][CRITERION] for r in group]))
 
 
 def training_steps(run: RunResult) -> int:
-    """Optimiser steps the run took (0 for a closed-form fit)."""
-    return int(((run.training or {}).get("history") or {}).get("steps") or 0)
+    """Optimiser steps the run took (0 for a closed-form fit), every fit of it counted
+    (both arms of a ``mirror=True`` recipe)."""
+    training = run.training or {}
+    orientation = training.get("orientation") or {}
+    if orientation.get("steps") is not None:
+        return int(orientation["steps"])
+    return int((training.get("history") or {}).get("steps") or 0)
 
 
-def _best(runs: list[RunResult]) -> RunResult:
-    """The best candidate: among those within the leakage limit (all, if none is), the ones
-    within :data:`TIE_TOLERANCE` of the best score, and of those the one with the fewest
-    training steps (then the higher score)."""
-    pool = [r for r in runs if within_limit(r)] or runs
-    top = max(_score(r) for r in pool)
-    tied = [r for r in pool if _score(r) >= top - TIE_TOLERANCE]
-    return min(tied, key=lambda r: (training_steps(r), -_score(r)))
+def candidates_of(runs: list[RunResult]) -> list[list[RunResult]]:
+    """The runs grouped by candidate (method and settings), one run per training seed, in
+    their order."""
+    groups: dict[tuple[str, str], list[RunResult]] = {}
+    for r in runs:
+        key = (r.spec["method"], dumps_json(dict(sorted(r.spec["params"].items()))))
+        groups.setdefault(key, []).append(r)
+    return list(groups.values())
+
+
+def _best(runs: list[RunResult]) -> list[RunResult]:
+    """The best candidate's runs: among the candidates within the leakage limit (all, if
+    none is), the ones within :data:`TIE_TOLERANCE` of the best mean score, and of those the
+    one with the fewest training steps over its seeds (then the higher score)."""
+    groups = candidates_of(runs)
+    pool = [g for g in groups if within_limit(g)] or groups
+    top = max(_score(g) for g in pool)
+    tied = [g for g in pool if _score(g) >= top - TIE_TOLERANCE]
+    return min(tied, key=lambda g: (sum(training_steps(r) for r in g) / len(g), -_score(g)))
 
 
 def choose(runs: list[RunResult]) -> dict[str, dict]:
     """Per method, the parameters of its best candidate (see :func:`_best`)."""
     methods = dict.fromkeys(r.spec["method"] for r in runs)
-    return {m: dict(_best([r for r in runs if r.spec["method"] == m]).spec["params"])
+    return {m: dict(_best([r for r in runs if r.spec["method"] == m])[0].spec["params"])
             for m in methods}
 
 
 def choose_default(runs: list[RunResult]) -> dict[str, Any] | None:
     """The method (and settings) of the best candidate (see :func:`_best`) among all
     candidates within the leakage limit, or ``None`` when none is."""
-    if not any(within_limit(r) for r in runs):
+    if not any(within_limit(g) for g in candidates_of(runs)):
         return None
     best = _best(runs)  # chooses among those within the limit
-    return {"method": best.spec["method"], "params": dict(best.spec["params"]),
-            CRITERION: _score(best)}
+    return {"method": best[0].spec["method"], "params": dict(best[0].spec["params"]),
+            CRITERION: _score(best), "seeds": [r.spec.get("seed") for r in best]}
 
 
-__all__ = ["CRITERION", "LEAKAGE_LIMIT", "TIE_TOLERANCE", "TuneConfig", "choose",
+__all__ = ["CRITERION", "LEAKAGE_LIMIT", "TIE_TOLERANCE", "TuneConfig", "candidates_of", "choose",
            "choose_default", "training_steps", "tune", "upgrade_measurement",
            "validation_scores", "within_limit"]

@@ -16,6 +16,7 @@ from ..registry import Registry
 from . import aliases
 from .base import Disentangler, read_saved
 from .baseline import Baseline
+from .centered_eraser import CenteredEraser
 from .dream import Dream
 from .intra_inter import Both, Inter, Intra
 from .leace import Leace
@@ -26,6 +27,7 @@ from .mean_centering import MeanCentering
 from .meat import Meat
 from .oracle import Oracle
 from .seed import Seed
+from .whitening import Whitening
 
 METHODS: Registry[type[Disentangler]] = Registry("method")
 METHODS.add(Baseline.method, Baseline)
@@ -41,6 +43,8 @@ METHODS.add(LinearMap.method, LinearMap)
 METHODS.add(Lir.method, Lir)
 METHODS.add(Lsar.method, Lsar)
 METHODS.add(Leace.method, Leace)
+METHODS.add(Whitening.method, Whitening)
+METHODS.add(CenteredEraser.method, CenteredEraser)
 
 aliases.register_aliases(METHODS)
 

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 from torch import nn
 
 from ..exceptions import ConfigError
+from .export_map import Affine
 
 
 class LinearResidualHead(nn.Module):
@@ -65,3 +67,21 @@ class TwoHeads(nn.Module):
 
     def forward(self, e: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         return self.meaning(e), self.language(e)  # (B, d), (B, d)
+
+
+def torch_layers(module: torch.nn.Module) -> list[Affine]:
+    """``nn.Linear`` / ``nn.Sequential(Linear, ReLU, Linear, ...)`` as :class:`Affine` layers."""
+    parts = list(module) if isinstance(module, torch.nn.Sequential) else [module]
+    out: list[Affine] = []
+    for part in parts:
+        if isinstance(part, torch.nn.Linear):
+            bias = part.bias.detach().numpy() if part.bias is not None else \
+                np.zeros(part.out_features, np.float32)
+            out.append(Affine(part.weight.detach().numpy().astype(np.float32).copy(),
+                              bias.astype(np.float32).copy()))
+        elif isinstance(part, torch.nn.ReLU) and out and out[-1].activation == "identity":
+            out[-1] = Affine(out[-1].weight, out[-1].bias, "relu")
+        else:
+            raise ConfigError(f"the meaning head holds a {type(part).__name__}, which has no "
+                              "exported form (only Linear and ReLU layers do)")
+    return out

@@ -24,6 +24,11 @@ lives here once, and so do two hyperparameters every trained recipe takes:
   only sees centred inputs and parts (no ``mu``). A language not seen in training is
   handled by ``unknown_language`` exactly as mean-centering does it.
 
+* ``mirror``: ``False`` (default) or ``True``: fit a second time from the mirrored start of
+  the meaning bias and keep whichever of the two the ``validate`` callable given to
+  :meth:`~NeuralDisentangler.fit` scores higher (:mod:`.orientation`: the two solutions
+  the default recipe lands in by seed).
+
 Three more go to the trainer unchanged (:class:`~disembed.training.TrainConfig`):
 ``deterministic`` (default ``True``: eager float32, bit-reproducible), ``speed``
 (``"auto"``, ``"eager"``, ``"compiled"``) and ``precision`` (``"auto"``, ``"float32"``,
@@ -45,10 +50,11 @@ from ..training import Adversary, Batch, TrainConfig, full_precision, train
 from ..util.constraints import SEED, Boolean, Interval, Options
 from .base import Disentangler, Languages, as_language_array
 from .constraints import BatchViews, add_weights, check_weights, needs_of, pick, weighted_loss
-from .export_map import Affine, MeaningMap, centering_routes, single_route
-from .heads import TwoHeads, start_near_identity
+from .export_map import MeaningMap, centering_routes, single_route
+from .heads import TwoHeads, start_near_identity, torch_layers
 from .mean_centering import MeanCentering, check_unknown_language
 from .oracle_variants import ORACLE_PAPER, ORACLE_VARIANTS, check_oracle_variant, oracle_weights
+from .orientation import check_mirror, orient, start_bias
 
 logger = logging.getLogger(__name__)
 
@@ -80,6 +86,7 @@ class NeuralDisentangler(Disentangler):
         "precision": [Options("auto", "float32", "bfloat16")],
         "init_scale": [Interval(float, 0, 1, closed="neither"), None],
         "hidden": [Interval(int, 0, None)],
+        "mirror": [Boolean()],
     }
 
     def __init__(self, lr: float = 1e-4, batch_size: int = 512, max_epochs: int | None = None,
@@ -89,7 +96,7 @@ class NeuralDisentangler(Disentangler):
                  oracle_weight: float = 1.0, center: str = "none",
                  unknown_language: str = "global", deterministic: bool = True,
                  speed: str = "auto", precision: str = "auto",
-                 init_scale: float | None = None) -> None:
+                 init_scale: float | None = None, mirror: bool = False) -> None:
         self.lr, self.batch_size, self.max_epochs = lr, batch_size, max_epochs
         self.patience, self.val_fraction, self.seed, self.negatives = (
             patience, val_fraction, seed, negatives)
@@ -97,7 +104,7 @@ class NeuralDisentangler(Disentangler):
         self.oracle_variant, self.oracle_weight = oracle_variant, oracle_weight
         self.center, self.unknown_language = center, unknown_language
         self.deterministic, self.speed, self.precision = deterministic, speed, precision
-        self.init_scale = init_scale
+        self.init_scale, self.mirror = init_scale, mirror
         self._check_params()
 
     def _check_params(self) -> None:
@@ -221,9 +228,12 @@ class NeuralDisentangler(Disentangler):
 
     def fit(self, src: np.ndarray, tgt: np.ndarray, src_lang: Languages, tgt_lang: Languages,
             *, checkpoint_dir: str | Path | None = None,
-            on_epoch_end: Callable[[dict], None] | None = None) -> "NeuralDisentangler":
+            on_epoch_end: Callable[[dict], None] | None = None,
+            validate: Callable[[Disentangler], float] | None = None) -> "NeuralDisentangler":
         """Train on ``n`` pairs ``src (n, d)``, ``tgt (n, d)``; ``on_epoch_end(record)`` is
-        called after every epoch with the trainer's per-epoch record."""
+        called after every epoch with the trainer's per-epoch record. ``validate(model)``
+        scores a fitted model on validation data (higher is better): with ``mirror=True`` it
+        chooses between the two arms (:mod:`.orientation`), and it is required then."""
         src, tgt = np.asarray(src, np.float32), np.asarray(tgt, np.float32)
         if src.shape != tgt.shape or src.ndim != 2:
             raise ShapeError(f"src and tgt must be (n, d) arrays of equal shape; got {src.shape} "
@@ -240,17 +250,37 @@ class NeuralDisentangler(Disentangler):
             src = src - self.centering_.language(src, s_lang)  # (n, d) centred
             tgt = tgt - self.centering_.language(tgt, t_lang)
         self._prepare()
-        config = self.train_config
-        torch.manual_seed(self.seed)
-        self.head_ = self._new_head(src.shape[1])
-        adversary = self._new_adversary(src.shape[1])
-        self.history_ = train(
-            self.head_, lambda b: self.loss(self.head_, b), src, tgt, s_ids, t_ids, config,
-            checkpoint_dir=checkpoint_dir, on_epoch_end=on_epoch_end,
-            fingerprint_extra={"method": self.method, "params": self.get_params()},
-            adversary=adversary)
+        if self.mirror:  # fail before training: no bias to mirror, or nothing to choose by
+            check_mirror(self._new_head(src.shape[1]), validate)
+
+        def train_arm(start, folder, arm):
+            return self._train_head(src, tgt, s_ids, t_ids, start, folder, arm, on_epoch_end)
+
+        self.head_, self.history_ = train_arm(None, checkpoint_dir, "trained")
         self.dim_ = int(src.shape[1])
+        self.orientation_ = (orient(self, train_arm, validate, checkpoint_dir)
+                             if self.mirror else None)
         return self
+
+    def _train_head(self, src: np.ndarray, tgt: np.ndarray, s_ids: np.ndarray,
+                    t_ids: np.ndarray, bias_start: np.ndarray | None,
+                    checkpoint_dir: str | Path | None, arm: str,
+                    on_epoch_end: Callable[[dict], None] | None
+                    ) -> tuple[torch.nn.Module, Any]:
+        """One fit of a fresh head (its meaning bias started at ``bias_start`` when given)
+        on the prepared pairs; ``(head, history)``."""
+        torch.manual_seed(self.seed)
+        head = self._new_head(src.shape[1])
+        if bias_start is not None:
+            start_bias(head, bias_start)
+        self.head_ = head  # the arm in training (an adversary's loss reads it: MEAT)
+        adversary = self._new_adversary(src.shape[1])
+        extra = {"method": self.method, "params": self.get_params(),
+                 **({} if arm == "trained" else {"arm": arm})}
+        history = train(head, lambda b: self.loss(head, b), src, tgt, s_ids, t_ids,
+                        self.train_config, checkpoint_dir=checkpoint_dir,
+                        on_epoch_end=on_epoch_end, fingerprint_extra=extra, adversary=adversary)
+        return head, history
 
     def _new_adversary(self, dim: int) -> Adversary | None:
         with torch.random.fork_rng(devices=[]):
@@ -321,6 +351,8 @@ class NeuralDisentangler(Disentangler):
                        "train_pairs": hist.train_pairs, "val_pairs": hist.val_pairs,
                        "best_val_loss": min((e["val_loss"] for e in hist.epochs), default=None)}
         extra = {"languages": self.languages_, "training": summary}
+        if getattr(self, "orientation_", None) is not None:
+            extra["orientation"] = self.orientation_
         centering = getattr(self, "centering_", None)
         if centering is not None and centering.languages_ != self.languages_:
             extra["centering_languages"] = centering.languages_  # calibrated languages
@@ -333,6 +365,7 @@ class NeuralDisentangler(Disentangler):
 
     def _set_state(self, state: dict[str, np.ndarray], extra: dict[str, Any]) -> None:
         self.languages_ = list(extra.get("languages", []))
+        self.orientation_ = extra.get("orientation")
         state = dict(state)
         self.centering_ = self._centering_from(state.pop("centering.means", None),
                                                extra.get("centering_languages"))
@@ -374,34 +407,16 @@ class TwoHeadRecipe(NeuralDisentangler):
                  oracle_weight: float = 1.0, center: str = "none",
                  unknown_language: str = "global", deterministic: bool = True,
                  speed: str = "auto", precision: str = "auto",
-                 init_scale: float | None = None) -> None:
+                 init_scale: float | None = None, mirror: bool = False) -> None:
         super().__init__(lr=lr, batch_size=batch_size, max_epochs=max_epochs, patience=patience,
                          val_fraction=val_fraction, seed=seed, negatives=negatives,
                          max_steps=max_steps, time_budget_seconds=time_budget_seconds,
                          oracle_variant=oracle_variant, oracle_weight=oracle_weight,
                          center=center, unknown_language=unknown_language,
                          deterministic=deterministic, speed=speed, precision=precision,
-                         init_scale=init_scale)
+                         init_scale=init_scale, mirror=mirror)
         self.hidden = hidden
 
     def build_head(self, dim: int) -> torch.nn.Module:
         classes = len(self.languages_) if self.language_classifier else 0
         return TwoHeads(dim, hidden=self.hidden, n_languages=classes)
-
-
-def torch_layers(module: torch.nn.Module) -> list[Affine]:
-    """``nn.Linear`` / ``nn.Sequential(Linear, ReLU, Linear, ...)`` as :class:`Affine` layers."""
-    parts = list(module) if isinstance(module, torch.nn.Sequential) else [module]
-    out: list[Affine] = []
-    for part in parts:
-        if isinstance(part, torch.nn.Linear):
-            bias = part.bias.detach().numpy() if part.bias is not None else \
-                np.zeros(part.out_features, np.float32)
-            out.append(Affine(part.weight.detach().numpy().astype(np.float32).copy(),
-                              bias.astype(np.float32).copy()))
-        elif isinstance(part, torch.nn.ReLU) and out and out[-1].activation == "identity":
-            out[-1] = Affine(out[-1].weight, out[-1].bias, "relu")
-        else:
-            raise ConfigError(f"the meaning head holds a {type(part).__name__}, which has no "
-                              "exported form (only Linear and ReLU layers do)")
-    return out

@@ -83,5 +83,16 @@ def shared_overrides(methods: Sequence[str], overrides: Mapping[str, Any]
     return out
 
 
-__all__ = ["build_method", "check_method_grids", "check_method_params", "method_params",
+#: the parameter of a recipe's training seed (and the key of a run spec's seed)
+SEED_PARAM = "seed"
+
+
+def takes_seed(method: str) -> bool:
+    """Whether ``method`` has a training seed (a closed-form recipe gives the same fit on
+    every seed, so it is fitted once)."""
+    return SEED_PARAM in method_class(method).param_names()
+
+
+__all__ = ["SEED_PARAM", "build_method", "check_method_grids", "check_method_params",
+           "method_params", "takes_seed",
            "shared_overrides"]

@@ -60,7 +60,7 @@ from ..util.files import atomic_write_text
 from ..util.folders import mark_folder
 from ..util.jsonsafe import dumps_json
 from ..util.text import slug
-from .params import DEFAULT_TUNE_METHODS, check_method_grids
+from .params import DEFAULT_TUNE_METHODS, SEED_PARAM, check_method_grids, takes_seed
 from .run import RunHooks, RunOutputs, run
 from .spec import (
     MIN_PAIRS_PER_LANGUAGE,
@@ -124,7 +124,7 @@ class TuneConfig:
         """The seeds ``method``'s candidates are fitted with (one for a recipe without a
         seed)."""
         seeds = list(self.seeds) or [self.data.seed]
-        return seeds if "seed" in method_class(method).param_names() else seeds[:1]
+        return seeds if takes_seed(method) else seeds[:1]
 
     def grid(self, method: str) -> dict[str, list]:
         return self.grids[method] if method in self.grids else tuning_grid(method)
@@ -283,7 +283,7 @@ def choose_default(runs: list[RunResult]) -> dict[str, Any] | None:
         return None
     best = _best(runs)  # chooses among those within the limit
     return {"method": best[0].spec["method"], "params": dict(best[0].spec["params"]),
-            CRITERION: _score(best), "seeds": [r.spec.get("seed") for r in best]}
+            CRITERION: _score(best), "seeds": [r.spec.get(SEED_PARAM) for r in best]}
 
 
 __all__ = ["CRITERION", "LEAKAGE_LIMIT", "TIE_TOLERANCE", "TuneConfig", "candidates_of", "choose",

@@ -90,8 +90,8 @@ def check_texts(texts: Sequence[str], source: str = "input") -> list[str]:
 def check_batch_size(batch_size: object, name: str) -> int:
     """``batch_size`` as a positive ``int``, else a ConfigError naming the encoder.
 
-    Every encoder calls this first: a batch size < 1 used to skip the forward pass and
-    return uninitialised memory, which was then cached for good.
+    Every encoder calls this first: with a batch size < 1 a backend may skip the forward
+    pass and return uninitialised memory, which the cache would then keep.
     """
     if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) \
             or batch_size < 1:

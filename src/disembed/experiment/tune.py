@@ -1,35 +1,32 @@
-"""Hyperparameters chosen on held-out training pairs, never on a test set.
+"""``tune``: choose each method's hyperparameters on held-out training pairs, never on a test set.
 
-Each method's grid (its recipe's ``hpo_default``: learning rates for trained recipes, ranks
-for subspace erasure, ...) is fitted on the training pool with ``holdout_per_language``
-pairs of every language set aside, and each candidate is scored on those held-out pairs
-(meaning part) by two criteria that stand for the two kinds of evaluation task:
+For every method, each candidate of its grid (the recipe's ``hpo_default``: learning rates
+for trained recipes, ranks for subspace erasure, ...; or ``TuneConfig.grids``) is fitted on
+the training pool with ``holdout_per_language`` pairs of every language set aside, and
+scored on the meaning part by two criteria, one per kind of evaluation task:
 
-* retrieval (Tatoeba, BUCC mining): xx<->en retrieval of the held-out pairs, per language
-  and averaged (``bitext_retrieval``: the Tatoeba protocol on pool sentences, each
-  sentence against the other side of its own language pair);
-* graded similarity (STS17, QE): Pearson correlation on the official WMT20 QE **dev**
-  split (``wmt20_mlqe/dev``, 1000 rated translations per pair; the tests use ``test``),
-  averaged over the six pairs. Graded quality needs graded labels: label-free stand-ins
-  (similarities against the raw English ones as teacher, or against the model's own
-  English space) ranked methods opposite to their cross-lingual STS.
-
-Pooled retrieval (:func:`~disembed.evaluation.metrics.pooled_retrieval_accuracy`: every
-sentence against all held-out sentences of all languages) is reported beside them but is
-not part of the criterion since validation version 5: it rewards a split for making
-languages indistinguishable, which no evaluation task asks for, and ranked ``dream`` first
-(pooled 88.6 vs 86.6 for ``seed-centered``) while its xx<->en retrieval and QE dev, the
-protocols of the tasks, were below (docs/tuning.md tells how this was found).
+* retrieval (Tatoeba, BUCC mining): xx<->en retrieval of the held-out pairs, averaged over
+  languages (``bitext_retrieval``: the Tatoeba protocol on pool sentences);
+* graded similarity (STS17, QE): Pearson correlation on the WMT20 QE **dev** split
+  (``wmt20_mlqe/dev``, 1000 rated translations per pair; evaluation uses ``test``),
+  averaged over the six pairs. Label-free stand-ins ranked methods opposite to their
+  cross-lingual STS, so the criterion uses graded labels.
 
 The choice maximises their mean (``validation_score``) among the candidates whose language
-part leaks at most :data:`LEAKAGE_LIMIT` (xx<->en retrieval of the held-out translations by
-the language part: a split whose language part still carries the meaning fails the goal a
-default must meet); a method none of whose candidates meets it keeps its best candidate,
-flagged. The **default recipe** is the method whose choice scores best among those that
-meet the limit. Every WMT20 QE split we score on, dev included, is kept out of training
-pools. The number of epochs is chosen by
-early stopping on the trainer's own validation split. The choice per method is
-written to ``tuned.json`` (``{method: params}``), which ``disembed bench --params`` reads.
+part retrieves at most :data:`LEAKAGE_LIMIT` of the held-out translations; a method none of
+whose candidates meets the limit keeps its best candidate, flagged. Candidates within
+:data:`TIE_TOLERANCE` of the best go to the cheapest to train. The **default recipe** is the
+method whose choice scores best among those that meet the limit. Pooled retrieval (every
+sentence against the held-out sentences of all languages) is reported beside the criterion
+but not part of it: it rewards a split for making languages indistinguishable, which no
+evaluation task asks for (docs/tuning.md has every candidate's scores and how the criterion
+was settled).
+
+Every WMT20 QE split is kept out of training pools; epochs are chosen by early stopping on
+the trainer's own validation split. The choice per method goes to ``tuned.json``
+(``{method: params}``), which ``disembed bench --params`` reads. A rerun reuses finished
+candidates (re-measured from their saved models, not refitted, when
+:data:`VALIDATION_VERSION` has changed).
 """
 
 from __future__ import annotations
@@ -78,7 +75,7 @@ logger = logging.getLogger(__name__)
 VALIDATION_VERSION = 5
 CRITERION = "validation_score"
 #: The most a language part may retrieve held-out translations (a fraction) for a candidate
-#: to be chosen (the issue's goal for a default: "at most 5% of the time").
+#: to be chosen: a default's language part must not carry the meaning.
 LEAKAGE_LIMIT = 0.05
 #: Candidates within this much of the best validation score are tied (0.1 points of the
 #: criterion: less than the seed-to-seed spread of a trained recipe); among tied ones the

@@ -92,7 +92,7 @@ def load_disentangler(directory: str | Path) -> Disentangler:
     """
     cfg_path, config, state = read_saved(Path(directory))
     params = dict(config["params"])
-    if params.get("unknown_language") == "batch":  # transductive, removed (issue 17)
+    if params.get("unknown_language") == "batch":  # transductive: a vector depended on its batch
         logger.warning("%s was saved with unknown_language='batch' (centring an unseen "
                        "language by the rows of the call), which no longer exists; it now "
                        "uses 'global' (the mean over the training languages)", cfg_path)

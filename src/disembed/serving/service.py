@@ -131,8 +131,8 @@ class EmbeddingService:
         """``(model id, view)`` for a request's ``model`` and optional ``view`` fields.
 
         ``model`` must be a served model id (``/v1/models``); the bare view names
-        (``meaning``, ``language``, ``raw``) are accepted too, as earlier versions named the
-        view there, unless a served id is spelled so (a model folder named ``raw``): the
+        (``meaning``, ``language``, ``raw``) are accepted too, naming that view of the
+        served model, unless a served id is spelled so (a model folder named ``raw``): the
         served id wins. ``view`` overrides the model id's view."""
         ids = self.model_ids
         if model in ids:  # a served id first: a model folder named "raw" serves its meaning

@@ -32,6 +32,7 @@ from .experiment.analyse import AnalysisConfig, run_analyses
 from .methods import METHODS, Disentangler, load_disentangler, make_method
 from .methods.language_id import LanguagePrediction
 from .mining import MineConfig, mine_embeddings, mine_files, score_tsv, search_files
+from .progress import set_progress
 from .results import ExperimentResult, RunResult
 from .saved_model import calibrate_saved
 from .serving import export_model
@@ -49,5 +50,5 @@ __all__ = [
     "build_training_set", "cached", "compare_scores", "embed_pairs", "evaluate", "fit_method",
     "language_id_probe", "load_disentangler", "load_encoder", "make_method", "mine_embeddings",
     "mine_files", "read_parallel_files", "read_parallel_tsv", "run", "run_analyses", "run_bench",
-    "score_tsv", "search_files",
+    "score_tsv", "search_files", "set_progress",
 ]

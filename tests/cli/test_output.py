@@ -35,7 +35,7 @@ def _positions(stderr: str) -> list[int]:
 
 @pytest.fixture
 def bars_on(monkeypatch):
-    monkeypatch.delenv("DISEMBED_PROGRESS", raising=False)
+    monkeypatch.setenv("DISEMBED_PROGRESS", "1")
     logging.getLogger("disembed").setLevel(logging.INFO)
     yield
     logging.getLogger("disembed").setLevel(logging.NOTSET)

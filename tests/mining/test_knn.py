@@ -163,7 +163,7 @@ def test_read_only_memmaps_are_copied_before_torch_sees_them(tmp_path):
 
 
 def test_the_progress_bar_counts_every_query_row_once_per_database_chunk(monkeypatch, capsys):
-    monkeypatch.delenv("DISEMBED_PROGRESS", raising=False)
+    monkeypatch.setenv("DISEMBED_PROGRESS", "1")
     log = logging.getLogger("disembed")
     level = log.level
     log.setLevel(logging.INFO)

@@ -12,7 +12,7 @@ from disembed.serving.service import EmbeddingService
 
 def test_encoding_inside_the_service_draws_no_bar_though_bars_are_on(tmp_path, capsys,
                                                                       monkeypatch):
-    monkeypatch.delenv("DISEMBED_PROGRESS", raising=False)
+    monkeypatch.setenv("DISEMBED_PROGRESS", "1")
     logging.getLogger("disembed").setLevel(logging.INFO)
     try:
         encoder = CachedEncoder(HashEncoder(16), tmp_path)

@@ -8,6 +8,7 @@ every relative link resolves; docs/index.md lists every page.
 """
 
 import re
+import shlex
 from pathlib import Path
 
 import pytest
@@ -142,6 +143,19 @@ def test_quickstart_runs(tmp_path, monkeypatch, full_data_dir, capsys):
     numbers = [float(x) for x in re.findall(r"-?\d+\.\d+", printed)]
     assert len(numbers) == 9 and all(abs(numbers[i] - 1) < 1e-5 for i in (0, 4, 8))
 
+    # then the command-line lines, on the model just saved (it records its encoder)
+    from disembed.cli import main
+
+    (tmp_path / "pairs.tsv").write_text("src\ttgt\nGuten Morgen.\tGood morning.\n"
+                                        "Danke.\tThank you.\n", encoding="utf-8")
+    (tmp_path / "de.txt").write_text("Guten Morgen.\nDanke.\nJa.\n", encoding="utf-8")
+    (tmp_path / "en.txt").write_text("Good morning.\nThank you.\nYes.\n", encoding="utf-8")
+    for line in _example(_first_screen(), "quickstart-cli").splitlines():
+        words = shlex.split(line.split("#", 1)[0])
+        assert words[0] == "disembed"
+        assert main(words[1:]) == 0, line
+    assert (tmp_path / "scored.tsv").is_file() and (tmp_path / "mined.tsv").is_file()
+
 
 _LINK = re.compile(r"\]\(([^)\s]+)\)")
 
@@ -200,3 +214,26 @@ def test_docs_titles_name_what_the_page_is_not_its_history():
     for page in DOCS.glob("*.md"):
         title = page.read_text(encoding="utf-8").splitlines()[0]
         assert not re.search(r"\bissues? \d", title), f"{page.name}: {title}"
+
+
+def test_every_command_in_the_readme_parses():
+    """Flags and arity of every ``disembed ...`` line (a renamed flag fails here)."""
+    import argparse
+
+    from disembed.cli import build_parser
+
+    def untyped(parser):
+        for action in parser._actions:
+            action.type = None
+            if isinstance(action, argparse._SubParsersAction):
+                for child in action.choices.values():
+                    untyped(child)
+
+    parser = build_parser()
+    untyped(parser)
+    blocks = re.findall(r"```bash\n(.*?)```", _text(), flags=re.S)
+    lines = [line.split("  #", 1)[0].strip() for block in blocks for line in block.splitlines()]
+    commands = [line for line in lines if line.startswith("disembed ") and "..." not in line]
+    assert len(commands) >= 10
+    for command in commands:
+        parser.parse_args(shlex.split(command)[1:])

@@ -31,6 +31,7 @@ from . import (
     tune,
 )
 from .errors import ignore_file_size_signal, report
+from .flags import VerbParser, warn_deprecated
 from .folders import check_folders
 from .output import verb_output
 from .overlap import check_args
@@ -44,7 +45,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="disembed",
         description="Split multilingual sentence embeddings into meaning and language parts.")
     parser.add_argument("--version", action="version", version=f"disembed {__version__}")
-    verbs = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
+    verbs = parser.add_subparsers(dest="verb", required=True, metavar="VERB",
+                                  parser_class=VerbParser)
     for module in VERBS:
         module.add_parser(verbs)
     return parser
@@ -83,6 +85,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     record_command(["disembed", *argv])
     _configure_logging(args.verbose, args.quiet)
+    warn_deprecated(args)
     ignore_file_size_signal()
     try:
         check_args(args)  # no output overlaps an input: before any work

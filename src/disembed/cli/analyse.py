@@ -20,6 +20,9 @@ from ..reports.analysis_report import render_comparisons
 from ..util.files import atomic_write_text
 from ..util.jsonsafe import dumps_json
 from .common import (
+    LANGUAGES_HELP,
+    SEED_HELP,
+    TASKS_HELP,
     add_common,
     add_eval_options,
     add_workspace_options,
@@ -33,16 +36,23 @@ from .common import (
     task_options_from_args,
     workspace_from_args,
 )
+from .flags import examples
 from .folders import add_overwrite
 
 
 def add_parser(verbs) -> None:
     p = verbs.add_parser("analyse", help="leakage, code-switching, geometry, significance, "
-                         "dimensionality and plots for several methods", description=__doc__)
+                         "dimensionality and plots for several methods", description=__doc__,
+                         epilog=examples(
+                             "disembed analyse --encoder use-m3 --pairs-per-language 1000 "
+                             "--out runs/analysis",
+                             "disembed analyse --bench runs/bench --out runs/bench-significance"))
     p.add_argument("--model", action="append", default=[], metavar="DIR", type=input_dir,
-                   help="a saved model directory (repeatable); its encoder is used")
+                   help="a saved model directory (repeatable); its encoder is used (default: "
+                        "none)")
     p.add_argument("--bench", default=None, metavar="DIR", type=input_dir,
-                   help="only significance tests over a finished 'disembed bench' folder")
+                   help="only significance tests over a finished 'disembed bench' folder "
+                        "(default: none)")
     p.add_argument("--methods", type=csv_list, default=None,
                    help=f"methods to train on the fly (default without --model: "
                         f"{','.join(DEFAULT_METHODS)}; with --model: none)")
@@ -50,21 +60,28 @@ def add_parser(verbs) -> None:
                    help="encoder spec (default: the saved models' encoder, else e5-small)")
     p.add_argument("--analyses", type=csv_list, default=list(ANALYSES),
                    help=f"comma-separated subset of {','.join(ANALYSES)} (default: all)")
-    p.add_argument("--languages", type=csv_list, default=list(DEFAULT_TRAIN_LANGUAGES))
-    p.add_argument("--pairs-per-language", type=pairs_or_all, default=1000)
-    p.add_argument("--tasks", type=csv_list, default=["tatoeba", "sts17"])
+    p.add_argument("--languages", type=csv_list, default=list(DEFAULT_TRAIN_LANGUAGES),
+                   help=LANGUAGES_HELP)
+    p.add_argument("--pairs-per-language", type=pairs_or_all, default=1000,
+                   help="training pairs per language for the methods trained here, or 'all'")
+    p.add_argument("--tasks", type=csv_list, default=["tatoeba", "sts17"], help=TASKS_HELP)
     p.add_argument("--sample-pairs", type=positive_int, default=1000,
                    help="held-out Tatoeba pairs for geometry and projections")
     p.add_argument("--probe-per-language", type=positive_int, default=400,
                    help="Tatoeba sentences per language (and English) for the LID probe")
-    p.add_argument("--codeswitch-rate", type=finite_float, default=0.3)
+    p.add_argument("--codeswitch-rate", type=finite_float, default=0.3,
+                   help="share of each sentence's words replaced by English for the "
+                        "code-switching test")
     p.add_argument("--truncation-ks", type=lambda s: [positive_int(x) for x in csv_list(s)],
-                   default=[16, 64, 128, 256])
-    p.add_argument("--n-resamples", type=positive_int, default=2000)
+                   default=[16, 64, 128, 256],
+                   help="comma-separated numbers of leading dimensions for the truncation sweep")
+    p.add_argument("--n-resamples", type=positive_int, default=2000,
+                   help="bootstrap resamples per comparison")
     p.add_argument("--max-epochs", type=positive_int, default=None,
                    help="epoch budget for trained methods (default: until early stopping)")
-    p.add_argument("--seed", type=seed, default=0)
-    p.add_argument("--out", type=output_dir, default="runs/analysis")
+    p.add_argument("--seed", type=seed, default=0, help=SEED_HELP)
+    p.add_argument("--out", type=output_dir, default="runs/analysis",
+                   help="folder for analysis.md, report.html and the plots")
     add_eval_options(p, max_items_default=None)
     add_overwrite(p, "nothing: finished runs are reused")
     add_common(p)

@@ -30,7 +30,10 @@ from ..experiment import (
 from ..reports.bench_report import render_bench
 from ..reports.mteb_results import write_mteb_results
 from .common import (
+    SEED_HELP,
+    TASKS_HELP,
     add_common,
+    add_encoders,
     add_eval_options,
     add_training_path,
     add_workspace_options,
@@ -44,15 +47,18 @@ from .common import (
     training_path,
     workspace_from_args,
 )
+from .flags import examples
 from .folders import add_overwrite
 
 logger = logging.getLogger(__name__)
 
 def add_parser(verbs) -> None:
     p = verbs.add_parser("bench", help="train and evaluate every method (the main job)",
-                         description=__doc__)
-    p.add_argument("--encoders", type=csv_list, default=["e5-small"],
-                   help="comma-separated encoder specs (default: e5-small)")
+                         description=__doc__, epilog=examples(
+                             "disembed bench",
+                             "disembed bench --encoder e5-small,use-m3 --max-items all "
+                             "--out runs/full"))
+    add_encoders(p, "bench")
     p.add_argument("--methods", type=csv_list, default=list(DEFAULT_METHODS),
                    help="comma-separated methods, or 'all' for every registered one "
                         f"(default: {','.join(DEFAULT_METHODS)})")
@@ -64,7 +70,7 @@ def add_parser(verbs) -> None:
                    help=f"training pairs per language, or 'all' (default: "
                         f"{DEFAULT_PAIRS_PER_LANGUAGE})")
     p.add_argument("--tasks", type=csv_list, default=list(DEFAULT_TASKS),
-                   help="comma-separated tasks (tatoeba, sts17, wmt20-qe, bucc) or 'all'")
+                   help=TASKS_HELP)
     p.add_argument("--max-epochs", type=positive_int, default=None,
                    help="epoch budget for trained methods (default: until early stopping)")
     p.add_argument("--time-budget", type=positive_float, default=None,
@@ -77,7 +83,7 @@ def add_parser(verbs) -> None:
                         f"(default: {DEFAULT_RECIPE} with "
                         f"{', '.join(f'{k}={v}' for k, v in DEFAULT_RECIPE_PARAMS.items())}, "
                         "every other recipe with its own defaults)")
-    p.add_argument("--seed", type=seed, default=0)
+    p.add_argument("--seed", type=seed, default=0, help=SEED_HELP)
     p.add_argument("--no-floor", action="store_true", help="skip the hash-encoder floor row")
     p.add_argument("--out", type=output_dir, default="runs/bench", help="output directory")
     add_overwrite(p, "nothing: finished runs are reused")
@@ -123,7 +129,7 @@ def handle(args: argparse.Namespace) -> int:
     methods = list(dict.fromkeys(
         m for name in args.methods for m in (all_methods() if name == "all" else [name])))
     config = BenchConfig(
-        encoders=args.encoders, methods=methods,
+        encoders=args.encoder, methods=methods,
         languages=args.languages or list(DEFAULT_TRAIN_LANGUAGES),
         skip_missing_languages=args.languages is None,
         pairs_per_language=args.pairs_per_language, tasks=args.tasks,

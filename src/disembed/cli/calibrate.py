@@ -9,12 +9,15 @@ import argparse
 from ..data.io import read_lines
 from ..saved_model import calibrate_saved
 from .common import add_common, add_encoder, input_dir, input_file, output_dir
+from .flags import examples
 from .folders import add_overwrite
 
 
 def add_parser(verbs) -> None:
     p = verbs.add_parser("calibrate", help="add a language to a saved model from unlabeled "
-                         "sentences of it", description=__doc__)
+                         "sentences of it", description=__doc__, epilog=examples(
+                             "disembed calibrate ja.txt --model models/seed-e5 --language ja "
+                             "--out models/seed-e5-ja"))
     p.add_argument("file", type=input_file, metavar="FILE",
                    help="sentences of the language, one per line (a few hundred suffice: "
                         "docs/language_free.md)")

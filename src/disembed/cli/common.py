@@ -20,6 +20,7 @@ from ..experiment.tasks import check_task_options, flag_dest, option_flags
 from ..mining.inputs import expand_inputs
 from ..util.fields import arg_type
 from ..util.files import is_standard_output, output_target
+from .flags import ExtendCsv, add_deprecated
 
 logger = logging.getLogger(__name__)
 
@@ -48,19 +49,41 @@ def add_workspace_options(parser: argparse.ArgumentParser) -> None:
                        "(float32 or float16)")
 
 
+SEED_HELP = "random seed: training-data order, initialisation, the evaluation subsample"
+TASKS_HELP = "comma-separated tasks (tatoeba, sts17, wmt20-qe, bucc) or 'all'"
+LANGUAGES_HELP = "comma-separated training languages, each paired with English"
+ENCODER_SPECS = "e5-small, e5-small-c, use-m3, st:<name|path>, npy:<file.npy>, hash[:dim]"
+
+
 def add_encoder(parser: argparse.ArgumentParser, default: str | None = DEFAULT_ENCODER) -> None:
+    """``--encoder`` (one spec; ``default=None``: the saved model's encoder, else the
+    default one), the st: options and the workspace options."""
     group = parser.add_argument_group("encoder")
+    shown = default or f"the --model's own encoder, else {DEFAULT_ENCODER}"
     group.add_argument("--encoder", default=default,
-                       help="e5-small (default), e5-small-c, use-m3, st:<name|path>, "
-                            "npy:<file.npy>, hash[:dim]")
-    group.add_argument("--pooling", default=None, help="st: mean, cls, lasttoken or max")
-    group.add_argument("--prefix", default=None, help="st: text put before every sentence")
+                       help=f"encoder spec: {ENCODER_SPECS} (default: {shown})")
+    group.add_argument("--pooling", default=None,
+                       help="st: mean, cls, lasttoken or max (default: the model card's)")
+    group.add_argument("--prefix", default=None,
+                       help="st: text put before every sentence (default: the model card's, "
+                            "else none)")
     group.add_argument("--max-length", type=positive_int, default=None,
-                       help="st: token limit")
+                       help="st: token limit (default: the model's)")
     group.add_argument("--batch-size", type=arg_type(Workspace, "batch_size"), default=64,
                        help="encoding batch size")
     group.add_argument("--cache-dtype", type=arg_type(Workspace, "cache_dtype"),
-                       default="float32", help="float32 or float16")
+                       default="float32", help="how the embedding cache stores new vectors "
+                       "(float32 or float16)")
+
+
+def add_encoders(parser: argparse.ArgumentParser, verb: str) -> None:
+    """``--encoder`` for verbs that run several encoders: repeatable and/or comma-separated
+    (``args.encoder`` is a list); ``--encoders`` is its deprecated alias."""
+    parser.add_argument("--encoder", dest="encoder", type=csv_list, action=ExtendCsv,
+                        default=[DEFAULT_ENCODER], metavar="SPEC[,SPEC...]",
+                        help=f"encoder specs, repeatable or comma-separated: {ENCODER_SPECS}")
+    add_deprecated(parser, verb, "--encoders", "--encoder", dest="encoder", type=csv_list,
+                   extend=True)
 
 
 def encoder_options(args: argparse.Namespace, spec: str | None = None) -> dict:

@@ -20,13 +20,17 @@ from ..data.download import (
     set_names,
 )
 from .common import add_common, positive_float
+from .flags import examples
 
 
 def add_parser(verbs) -> None:
     p = verbs.add_parser("data", help="download or list the benchmark data", description=__doc__,
-                         formatter_class=argparse.RawDescriptionHelpFormatter)
+                         epilog=examples("disembed data download tatoeba sts17",
+                                         "disembed data list"))
     actions = p.add_subparsers(dest="data_action", required=True, metavar="ACTION")
-    dl = actions.add_parser("download", help="fetch, verify and install data sets")
+    dl = actions.add_parser("download", help="fetch, verify and install data sets",
+                            epilog=examples("disembed data download",
+                                            "disembed data download all --keep-downloads"))
     dl.add_argument("sets", nargs="*", metavar="SET",
                     help=f"sets to fetch (default: {', '.join(DEFAULT_SETS)}; 'all' for every "
                          f"downloadable set); known: {', '.join(set_names())}")
@@ -36,7 +40,8 @@ def add_parser(verbs) -> None:
                     help="network timeout in seconds (a finite number > 0)")
     add_common(dl)
     dl.set_defaults(handler=handle_download)
-    ls = actions.add_parser("list", help="show which sets are present, where, and if they verify")
+    ls = actions.add_parser("list", help="show which sets are present, where, and if they verify",
+                            epilog=examples("disembed data list --no-verify"))
     ls.add_argument("--no-verify", action="store_true", help="skip the SHA-256 check (faster)")
     add_common(ls)
     ls.set_defaults(handler=handle_list)

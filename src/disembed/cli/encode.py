@@ -23,13 +23,15 @@ from .common import (
     input_file,
     npy_output,
 )
+from .flags import examples
 
 logger = logging.getLogger(__name__)
 
 
 def add_parser(verbs) -> None:
     p = verbs.add_parser("encode", help="embed sentences (cached) into a .npy file",
-                         description=__doc__)
+                         description=__doc__, epilog=examples(
+                             "disembed encode sentences.txt --encoder use-m3 --out vectors.npy"))
     p.add_argument("input", type=input_file, help="UTF-8 text file, one sentence per line")
     p.add_argument("--out", required=True, type=npy_output,
                    help="output .npy path (float32, one row per kept line); the kept sentences "

@@ -15,6 +15,8 @@ from ..experiment import RunSpec, run
 from ..methods import method_class
 from ..reports.tables import render_tables
 from .common import (
+    SEED_HELP,
+    TASKS_HELP,
     add_common,
     add_encoder,
     add_eval_options,
@@ -27,19 +29,26 @@ from .common import (
     seed,
     workspace_from_args,
 )
+from .flags import examples
 
 
 def add_parser(verbs) -> None:
     p = verbs.add_parser("evaluate", help="evaluate a model on Tatoeba, STS17, WMT20 QE, BUCC",
-                         description=__doc__)
+                         description=__doc__, epilog=examples(
+                             "disembed evaluate --model models/seed-e5 --tasks tatoeba,sts17 "
+                             "--max-items all --out result.json"))
     which = p.add_mutually_exclusive_group()
-    which.add_argument("--model", type=input_dir, help="a directory written by 'disembed train'")
-    which.add_argument("--method", default=None, help="an untrained method (baseline)")
-    p.add_argument("--tasks", type=csv_list, default=list(DEFAULT_TASKS),
-                   help="comma-separated tasks (tatoeba, sts17, wmt20-qe, bucc) or 'all'")
-    p.add_argument("--seed", type=seed, default=0)
+    which.add_argument("--model", type=input_dir,
+                       help="a directory written by 'disembed train' (default: none, with "
+                            "--method)")
+    which.add_argument("--method", default=None,
+                       help="an untrained method instead of --model (default: baseline, the "
+                            "raw embedding)")
+    p.add_argument("--tasks", type=csv_list, default=list(DEFAULT_TASKS), help=TASKS_HELP)
+    p.add_argument("--seed", type=seed, default=0, help=SEED_HELP)
     p.add_argument("--out", type=output_file, default=None,
-                   help="write the result with provenance as JSON")
+                   help="write the result with provenance as JSON (default: tables on stdout "
+                        "only)")
     add_eval_options(p, max_items_default=None)
     add_encoder(p, default=None)
     add_common(p)

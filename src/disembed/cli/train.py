@@ -31,6 +31,8 @@ from ..experiment import (
 from ..experiment.bench import default_params
 from ..methods import METHODS
 from .common import (
+    LANGUAGES_HELP,
+    SEED_HELP,
     add_common,
     add_encoder,
     add_training_path,
@@ -45,13 +47,19 @@ from .common import (
     training_path,
     workspace_from_args,
 )
+from .flags import examples
 from .folders import add_overwrite
 
 logger = logging.getLogger(__name__)
 
 
 def add_parser(verbs) -> None:
-    p = verbs.add_parser("train", help="train a disentangler and save it", description=__doc__)
+    p = verbs.add_parser("train", help="train a disentangler and save it", description=__doc__,
+                         epilog=examples(
+                             "disembed train --languages de,zh,ne --pairs-per-language 2000 "
+                             "--out models/seed-e5",
+                             "disembed train --pairs my_bitext.tsv --src-col de --tgt-col en "
+                             "--out models/mine"))
     default = ", ".join(f"{k}={v}" for k, v in DEFAULT_RECIPE_PARAMS.items())
     p.add_argument("--method", default=DEFAULT_RECIPE,
                    help=f"one of {', '.join(METHODS.names())}, or oracle+<trained recipe> "
@@ -59,33 +67,48 @@ def add_parser(verbs) -> None:
     p.add_argument("--params", type=params_arg, default=None, metavar="FILE|JSON",
                    help='hyperparameters: a JSON object or a file holding one, {"lr": 0.003} '
                         "or {METHOD: {...}} as 'disembed tune' writes it; any parameter of "
-                        "the recipe (see docs); explicit options below win")
+                        "the recipe (see docs); explicit options below win (default: the "
+                        "recipe's own, and bench's for the default recipe)")
     p.add_argument("--out", required=True, type=output_dir,
                    help="directory for config.json + model.safetensors")
     add_overwrite(p, "a trained model in --out")
     data = p.add_argument_group("training data")
     data.add_argument("--languages", type=csv_list, default=list(DEFAULT_TRAIN_LANGUAGES),
-                      help="comma-separated languages paired with English")
+                      help=LANGUAGES_HELP)
     data.add_argument("--pairs-per-language", type=pairs_or_all, default=2000,
                       help="pairs per language (>= 20) or 'all' (default 2000)")
     data.add_argument("--pairs", type=input_file, default=None,
-                      help="your own TSV of pairs instead (with --src-col/--tgt-col)")
-    data.add_argument("--src-col", default=None)
-    data.add_argument("--tgt-col", default=None)
-    data.add_argument("--src-lang", default=None, help="default: the column name")
-    data.add_argument("--tgt-lang", default=None, help="default: the column name")
-    data.add_argument("--skip-bad-lines", action="store_true")
+                      help="your own TSV of pairs instead of --languages, with a header row "
+                           "(default: none)")
+    data.add_argument("--src-col", default=None,
+                      help="--pairs: the source column (default: none; required with --pairs)")
+    data.add_argument("--tgt-col", default=None,
+                      help="--pairs: the target column (default: none; required with --pairs)")
+    data.add_argument("--src-lang", default=None,
+                      help="--pairs: the source language (default: the column name)")
+    data.add_argument("--tgt-lang", default=None,
+                      help="--pairs: the target language (default: the column name)")
+    data.add_argument("--skip-bad-lines", action="store_true",
+                      help="--pairs: skip ragged rows and empty sentences (counted) instead of "
+                           "stopping")
     hp = p.add_argument_group("training (trained methods)")
-    hp.add_argument("--lr", type=positive_float, default=None)
-    hp.add_argument("--train-batch-size", type=positive_int, default=None)
+    hp.add_argument("--lr", type=positive_float, default=None,
+                    help="learning rate (default: the recipe's, 3e-3 for the default recipe)")
+    hp.add_argument("--train-batch-size", type=positive_int, default=None,
+                    help="pairs per training step (default: the recipe's, 512)")
     hp.add_argument("--max-epochs", type=positive_int, default=None,
                     help="epoch budget (default: until early stopping on the validation loss)")
-    hp.add_argument("--max-steps", type=positive_int, default=None, help="step budget")
-    hp.add_argument("--time-budget", type=float, default=None, metavar="SECONDS",
-                    help="training time budget")
-    hp.add_argument("--patience", type=positive_int, default=None)
-    hp.add_argument("--seed", type=seed, default=0)
-    hp.add_argument("--negatives", choices=("paper", "official"), default=None)
+    hp.add_argument("--max-steps", type=positive_int, default=None,
+                    help="step budget (default: none)")
+    hp.add_argument("--time-budget", type=positive_float, default=None, metavar="SECONDS",
+                    help="training time budget (default: none)")
+    hp.add_argument("--patience", type=positive_int, default=None,
+                    help="epochs without a better validation loss before training stops "
+                         "(default: the recipe's, 5)")
+    hp.add_argument("--seed", type=seed, default=0, help=SEED_HELP)
+    hp.add_argument("--negatives", choices=("paper", "official"), default=None,
+                    help="same-language negatives as the paper describes them or as the "
+                         "official code draws them (default: the recipe's, paper)")
     add_training_path(p)
     add_encoder(p)
     add_common(p)

@@ -20,6 +20,9 @@ from ..methods import tuning_grid
 from ..reports.tune_report import render_tune
 from ..util.fields import arg_type
 from .common import (
+    ENCODER_SPECS,
+    LANGUAGES_HELP,
+    SEED_HELP,
     add_common,
     add_workspace_options,
     csv_list,
@@ -28,15 +31,20 @@ from .common import (
     seed,
     workspace_from_args,
 )
+from .flags import examples
 from .folders import add_overwrite
 
 
 def add_parser(verbs) -> None:
     p = verbs.add_parser("tune", help="choose hyperparameters on held-out training pairs",
-                         description=__doc__)
-    p.add_argument("--encoder", default="e5-small")
-    p.add_argument("--methods", type=csv_list, default=list(DEFAULT_TUNE_METHODS))
-    p.add_argument("--languages", type=csv_list, default=list(DEFAULT_TRAIN_LANGUAGES))
+                         description=__doc__, epilog=examples(
+                             "disembed tune --methods seed,seed-centered --holdout 300 "
+                             "--out runs/tune"))
+    p.add_argument("--encoder", default="e5-small", help=f"encoder spec: {ENCODER_SPECS}")
+    p.add_argument("--methods", type=csv_list, default=list(DEFAULT_TUNE_METHODS),
+                   help="comma-separated methods to tune")
+    p.add_argument("--languages", type=csv_list, default=list(DEFAULT_TRAIN_LANGUAGES),
+                   help=LANGUAGES_HELP)
     p.add_argument("--pairs-per-language", type=pairs_or_all, default=DEFAULT_PAIRS_PER_LANGUAGE,
                    help="the training size the choice is for (default "
                         f"{DEFAULT_PAIRS_PER_LANGUAGE})")
@@ -48,13 +56,12 @@ def add_parser(verbs) -> None:
                    help='override grids, e.g. \'{"seed": {"lr": [0.001, 0.003]}}\'; default: '
                         + "; ".join(f"{m}: {tuning_grid(m)}" for m in DEFAULT_TUNE_METHODS
                                     if tuning_grid(m)))
-    p.add_argument("--seed", type=seed, default=0,
-                   help="the seed of the training pool (and of every candidate's training, "
-                        "unless --seeds)")
+    p.add_argument("--seed", type=seed, default=0, help=SEED_HELP)
     p.add_argument("--seeds", type=lambda s: [seed(x) for x in csv_list(s)], default=[],
                    help="training seeds every seeded candidate is fitted with; it is scored "
                         "by the mean over them (default: --seed alone)")
-    p.add_argument("--out", type=output_dir, default="runs/tune")
+    p.add_argument("--out", type=output_dir, default="runs/tune",
+                   help="folder for tune.md, tune.json, tuned.json and the candidates' runs")
     add_overwrite(p, "nothing: finished runs are reused")
     add_common(p)
     add_workspace_options(p)

@@ -28,6 +28,7 @@ from ..encoders.truncated import TruncatedEncoder
 from ..evaluation import DEFAULT_TASKS, EvalOptions, Task, TaskScores
 from ..exceptions import ConfigError
 from ..methods import Disentangler, make_method
+from ..saved_model import ModelMetadata
 from .spec import RunSpec, TrainingData, Workspace
 from .tasks import build_tasks, kept_out_sets
 
@@ -115,7 +116,9 @@ def fit_method(method: str | Disentangler, encoder: Encoder, pairs: ParallelPair
     no epochs), and so does ``validate`` (``model -> score`` on validation data, e.g.
     :func:`~disembed.experiment.validation.qe_dev_validator`), which a recipe with
     ``mirror=True`` chooses between its two fits with; ``model.fit_record()["seconds"]`` is
-    the time spent in ``fit``.
+    the time spent in ``fit``. The model records the encoder's identity, so
+    ``model.save(DIR)`` writes it and every verb that opens DIR (``score --model``,
+    ``mine --model`` ...) rebuilds that encoder.
     """
     model = make_method(method, **dict(params or {})) if isinstance(method, str) else method
     src, tgt = embed_pairs(encoder, pairs, batch_size=batch_size)
@@ -123,6 +126,8 @@ def fit_method(method: str | Disentangler, encoder: Encoder, pairs: ParallelPair
                "validate": validate}
     kwargs = {k: v for k, v in options.items() if v is not None and model.fit_accepts(k)}
     model.fit(src, tgt, pairs.src_lang, pairs.tgt_lang, **kwargs)
+    model.metadata_ = ModelMetadata(model.name, model.get_params(),
+                                    encoder=encoder.identity).to_dict()
     return model
 
 

@@ -475,7 +475,9 @@ class Disentangler(ABC):
         """Rebuild learned state; must check names and shapes strictly."""
 
     def save(self, directory: str | Path, metadata: dict[str, Any] | None = None) -> Path:
-        """Write ``config.json`` and ``model.safetensors`` into ``directory`` (atomically)."""
+        """Write ``config.json`` and ``model.safetensors`` into ``directory`` (atomically);
+        ``metadata`` defaults to the model's own (``metadata_``: what it was loaded with, or
+        what ``fit_method`` recorded)."""
         from safetensors.numpy import save as save_tensors
 
         if not self.is_fitted:
@@ -495,7 +497,8 @@ class Disentangler(ABC):
             "dim": int(self.dim_),
             "state": {k: list(v.shape) for k, v in state.items()},
             "learned": learned,
-            "metadata": metadata or {},
+            "metadata": (metadata if metadata is not None
+                         else dict(getattr(self, "metadata_", None) or {})),
             WEIGHTS_CHECKSUM: hashlib.sha256(blob).hexdigest(),
         }
         config[CONFIG_CHECKSUM] = config_digest(config)

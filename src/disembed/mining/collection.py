@@ -55,7 +55,7 @@ def _parse(raw: bytes, fmt: str, where: str) -> tuple[str, str]:
         ident, tab, text = line.partition("\t")
         if not tab:
             raise DataError(f"{where}: no tab; expected 'id<TAB>sentence' "
-                            "(or pass format='text' / --format text)")
+                            "(or pass format='text' / --input-format text)")
         if "\t" in text:  # it would come back as a malformed row of the output TSV
             raise DataError(f"{where}: {line.count(chr(9)) + 1} tab-separated fields; expected "
                             "two, 'id<TAB>sentence' (keep two columns, e.g. cut -f1,2, or "

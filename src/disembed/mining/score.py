@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from ..data.io import read_tsv
+from ..data.languages import normalize_tag
 from ..encoders import Encoder
 from ..exceptions import ConfigError, DataError, ShapeError
 from ..retrieval.knn import normalize_rows
@@ -57,11 +58,16 @@ def score_tsv(path: str | Path, encoder: Encoder, out: str | Path, *, src_col: s
               tgt_col: str = "tgt", kind: str = "cosine", k: int = 4,
               src_pool: list[str] | None = None, tgt_pool: list[str] | None = None,
               threshold: float | None = None, skip_bad: bool = False,
-              batch_size: int = 64) -> int:
+              batch_size: int = 64, model=None, src_lang: str | None = None,
+              tgt_lang: str | None = None) -> int:
     """Score the pairs of a TSV (header row) and write ``score`` + its columns, file order.
 
-    Returns the number of rows written (those at or above ``threshold`` when given).
+    ``model`` (a fitted disentangler) scores the meaning parts instead of the raw
+    embeddings; ``src_lang``/``tgt_lang`` name each side's language (``None``: the model
+    identifies it sentence by sentence), for the pools too. Returns the number of rows
+    written (those at or above ``threshold`` when given).
     """
+    src_lang, tgt_lang = normalize_tag(src_lang), normalize_tag(tgt_lang)  # und/mul: none
     path = Path(path)
     if not path.is_file():
         raise DataError(f"{path}: no such file")
@@ -88,12 +94,14 @@ def score_tsv(path: str | Path, encoder: Encoder, out: str | Path, *, src_col: s
         logger.warning("the reference pools are used only by the margins (--score ratio or "
                        "distance); --score cosine ignores them")
 
-    def embed(texts: list[str]) -> np.ndarray:
-        return normalize_rows(encoder.encode(texts, batch_size=batch_size))
+    def embed(texts: list[str], language: str | None) -> np.ndarray:
+        vectors = encoder.encode(texts, batch_size=batch_size)
+        return normalize_rows(vectors if model is None else model.meaning(vectors, language))
 
-    src = embed([r[src_col] for r in rows])
-    tgt = embed([r[tgt_col] for r in rows])
-    pools = {name: embed(p) if p else None for name, p in (("s", src_pool), ("t", tgt_pool))}
+    src = embed([r[src_col] for r in rows], src_lang)
+    tgt = embed([r[tgt_col] for r in rows], tgt_lang)
+    pools = {name: embed(p, lang) if p else None
+             for name, p, lang in (("s", src_pool, src_lang), ("t", tgt_pool, tgt_lang))}
     scores = score_embeddings(src, tgt, kind, k=k, src_pool=pools["s"], tgt_pool=pools["t"])
     lines = ["\t".join(["score", *columns]) + "\n"]
     for score, row in zip(scores, rows, strict=True):

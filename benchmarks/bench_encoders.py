@@ -1,6 +1,6 @@
 """Encoding speed of the bundled encoders on real sentences (no cache involved).
 
-Run:  .venv/bin/python benchmarks/bench_encoders.py [--n 500] [--encoders e5-small-c,use-m3]
+Run:  .venv/bin/python benchmarks/bench_encoders.py [--n 500] [--encoder e5-small-c,use-m3]
 
 Sentences: the first n//4 sources and translations of WMT20 QE test en-de and ro-en
 (from --data-dir / $DISEMBED_DATA_DIR / ../shared/data), mixed scripts and lengths.
@@ -34,7 +34,7 @@ def sentences(n: int, data_dir) -> list[str]:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=500)
-    ap.add_argument("--encoders", default="e5-small-c,e5-small,use-m3")
+    ap.add_argument("--encoder", default="e5-small-c,e5-small,use-m3")
     ap.add_argument("--batch-size", type=int, default=64)
     ap.add_argument("--rounds", type=int, default=1)
     ap.add_argument("--data-dir", default=None)
@@ -42,7 +42,7 @@ def main() -> None:
     args = ap.parse_args()
     texts = sentences(args.n, resolve_data_dir(args.data_dir))
     threads, caps = configure_threads(), probe()
-    encoders = {spec: load_encoder(spec) for spec in args.encoders.split(",")}
+    encoders = {spec: load_encoder(spec) for spec in args.encoder.split(",")}
     timings: dict[str, list[float]] = {spec: [] for spec in encoders}
     loads = []
     for _ in range(args.rounds):

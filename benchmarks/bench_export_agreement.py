@@ -32,7 +32,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--pairs", type=int, default=300)
     ap.add_argument("--probe", type=int, default=100)
-    ap.add_argument("--encoders", default="e5-small-torch,e5-small-c")
+    ap.add_argument("--encoder", default="e5-small-torch,e5-small-c")
     args = ap.parse_args()
     data = load_tatoeba("de", os.environ.get("DISEMBED_DATA_DIR"))
     n, k = args.pairs, args.probe
@@ -41,7 +41,7 @@ def main() -> int:
     print("| encoder | method | language | min cosine | mean cosine |")
     print("|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as tmp:
-        for spec in args.encoders.split(","):
+        for spec in args.encoder.split(","):
             enc = load_encoder(spec)
             X, Y = enc.encode(data.source[:n]), enc.encode(data.english[:n])
             for method, params in (("seed", {"max_epochs": 20}), ("mean-centering", {})):

@@ -16,7 +16,7 @@ lscpu | grep -E "Model name|Flags" > "$OUT/lscpu.txt"
 log "info"
 $PY -m disembed info --refresh --json > "$OUT/info.json" 2>>"$OUT/session.log"
 log "encoders"
-$PY benchmarks/bench_encoders.py --n 400 --encoders e5-small-c,e5-small,use-m3 --rounds 3 \
+$PY benchmarks/bench_encoders.py --n 400 --encoder e5-small-c,e5-small,use-m3 --rounds 3 \
     > "$OUT/encoders.txt" 2>>"$OUT/session.log"
 log "fast_e5"
 $PY benchmarks/bench_fast_e5.py --n 2000 --subset 400 --interleaved 3 --batch-size 64 \

@@ -61,7 +61,7 @@ def test_analyse_rejects_unknown_analysis(env, capsys):
 
 def test_significance_over_a_bench_folder(env, capsys):
     bench = env / "bench"
-    assert main(["bench", "--encoders", "hash:16", "--languages", "de,zh", "--pairs-per-language",
+    assert main(["bench", "--encoder", "hash:16", "--languages", "de,zh", "--pairs-per-language",
                  "40", "--max-epochs", "2", "--methods", "baseline,mean-centering",
                  "--tasks", "tatoeba,sts17", "--tatoeba-languages", "de,zh", "--no-floor",
                  "--out", str(bench)]) == 0

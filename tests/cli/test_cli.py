@@ -78,7 +78,7 @@ def test_evaluate_baseline_and_errors(env, capsys):
 
 
 def test_bench_runs_resumes_and_reports(env, capsys):
-    args = ["bench", "--encoders", "hash:16", "--languages", "de,zh", "--pairs-per-language",
+    args = ["bench", "--encoder", "hash:16", "--languages", "de,zh", "--pairs-per-language",
             "40", "--max-epochs", "2", "--out", str(env / "bench"),
             "--tatoeba-languages", "de,zh"]
     assert main(args) == 0
@@ -100,7 +100,7 @@ def test_bench_runs_resumes_and_reports(env, capsys):
 
 
 def test_unknown_method_in_bench_suggests(env, capsys):
-    assert main(["bench", "--encoders", "hash:16", "--methods", "sed"]) == 2
+    assert main(["bench", "--encoder", "hash:16", "--methods", "sed"]) == 2
     assert "Did you mean 'seed'" in capsys.readouterr().err
 
 
@@ -118,7 +118,7 @@ def test_train_composed_recipe_and_evaluate_it(env, capsys):
 def test_bench_all_methods_gives_one_matrix(env, capsys):
     from disembed.experiment import all_methods
 
-    assert main(["bench", "--encoders", "hash:16", "--languages", "de,zh", "--pairs-per-language",
+    assert main(["bench", "--encoder", "hash:16", "--languages", "de,zh", "--pairs-per-language",
                  "40", "--max-epochs", "1", "--methods", "all", "--no-floor", "--tasks",
                  "sts17,wmt20-qe", "--out", str(env / "bench")]) == 0
     report = (env / "bench" / "results.md").read_text()
@@ -134,7 +134,7 @@ def test_bench_all_methods_gives_one_matrix(env, capsys):
 
 
 def test_bench_lr_reaches_trained_methods_only_and_reruns_them(env, capsys):
-    base = ["bench", "--encoders", "hash:16", "--languages", "de,zh", "--pairs-per-language",
+    base = ["bench", "--encoder", "hash:16", "--languages", "de,zh", "--pairs-per-language",
             "40", "--max-epochs", "1", "--methods", "baseline,seed", "--no-floor", "--tasks",
             "sts17", "--out", str(env / "bench")]
     assert main(base) == 0
@@ -184,14 +184,14 @@ def test_info_prints_the_probe_and_threads(monkeypatch, tmp_path, capsys):
 
 def test_bench_default_languages_leave_out_those_without_data(env, capsys):
     # the tiny data folder has training pairs for de and zh only
-    assert main(["bench", "--encoders", "hash:16", "--methods", "mean-centering", "--no-floor",
+    assert main(["bench", "--encoder", "hash:16", "--methods", "mean-centering", "--no-floor",
                  "--tasks", "sts17", "--pairs-per-language", "20", "--out",
                  str(env / "bench"), "-q"]) == 0
     report = (env / "bench" / "results.md").read_text()
     assert "| de-en | 20 |" in report and "| zh-en | 20 |" in report
     assert "Left out, no training pairs in the data folder: ar, es, et, fr" in report
     # a language named on the command line must have data
-    assert main(["bench", "--encoders", "hash:16", "--methods", "mean-centering", "--no-floor",
+    assert main(["bench", "--encoder", "hash:16", "--methods", "mean-centering", "--no-floor",
                  "--tasks", "sts17", "--languages", "de,ar", "--out", str(env / "b2")]) == 2
     assert "no training pairs found for 'ar'" in capsys.readouterr().err
 

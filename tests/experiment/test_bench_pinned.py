@@ -28,7 +28,7 @@ def test_default_bench_tables_on_the_hash_encoder_are_pinned(full_data_dir, tmp_
                                                                monkeypatch):
     monkeypatch.setenv("DISEMBED_CACHE_DIR", str(tmp_path / "cache"))
     out = tmp_path / "bench"
-    assert main(["bench", "--encoders", "hash:16", "--languages", "de,zh",
+    assert main(["bench", "--encoder", "hash:16", "--languages", "de,zh",
                  "--methods", "baseline,mean-centering,seed", "--pairs-per-language", "40",
                  "--max-epochs", "3", "--out", str(out),
                  "--data-dir", str(full_data_dir), "-q"]) == 0

@@ -41,7 +41,7 @@ def test_prepare_resumes_and_the_bench_then_encodes_nothing(env, capsys, monkeyp
     assert all(s.encoded > 0 for s in first) and first[-1].sentences == 2 * 2 * 35
     again = prepare(config(tiers=[]))
     assert [s.encoded for s in again] == [0] * len(again)
-    assert main(["bench", "--encoders", "hash:16", "--languages", "de,zh",
+    assert main(["bench", "--encoder", "hash:16", "--languages", "de,zh",
                  "--pairs-per-language", "all", "--methods", "mean-centering", "--no-floor",
                  "--tasks", "tatoeba,sts17", "--tatoeba-languages", "de",
                  "--max-eval-items", "all", "--out", str(env / "bench"), "-q"]) == 0
@@ -51,9 +51,9 @@ def test_prepare_resumes_and_the_bench_then_encodes_nothing(env, capsys, monkeyp
 
 
 def test_prepare_verb_prints_the_steps(env, capsys):
-    assert main(["prepare", "--encoders", "hash:16", "--languages", "de", "--tiers", "10",
+    assert main(["prepare", "--encoder", "hash:16", "--languages", "de", "--tiers", "10",
                  "--tasks", "sts17", "-q"]) == 0
     out = capsys.readouterr().out
     assert "| hash:16 | pool: 10 per language |" in out and "evaluation: sts17" in out
     with pytest.raises(SystemExit, match="2"):
-        main(["prepare", "--encoders", "hash:16", "--tiers", "0"])
+        main(["prepare", "--encoder", "hash:16", "--tiers", "0"])

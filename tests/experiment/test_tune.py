@@ -139,7 +139,7 @@ def test_new_criteria_remeasure_saved_models_without_refitting(env, monkeypatch)
 def test_bench_params_file_applies_the_choice(env, capsys):
     tuned = env / "tuned.json"
     tuned.write_text(json.dumps({"lir": {"rank": 2}, "seed": {"lr": 0.003}}))
-    assert main(["bench", "--encoders", "hash:16", "--languages", "de,zh",
+    assert main(["bench", "--encoder", "hash:16", "--languages", "de,zh",
                  "--pairs-per-language", "20", "--methods", "lir,seed", "--max-epochs", "1",
                  "--params", str(tuned), "--no-floor", "--tasks", "sts17",
                  "--out", str(env / "bench"), "-q"]) == 0

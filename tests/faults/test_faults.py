@@ -246,7 +246,7 @@ def _kill_then_rerun(tmp_path: Path, job, outputs, expected, points: list[int]) 
 
 def _bench(root: Path, **faults):
     _data(root)
-    argv = ["bench", "--encoders", "hash:16", "--methods", "baseline,mean-centering,seed",
+    argv = ["bench", "--encoder", "hash:16", "--methods", "baseline,mean-centering,seed",
             "--tasks", "sts17", "--languages", "de,zh", "--pairs-per-language", "40",
             "--max-epochs", "3", "--max-eval-items", "all", "--out", str(root / "bench")]
     return run_disembed(argv, root / "proc", env=_env(root), **faults)

@@ -23,7 +23,7 @@ TRAIN = ("train --method mean-centering --pairs {pairs} --src-col de --tgt-col e
          "--out {out}/model --encoder hash:8")
 TRAIN_LANGS = "train --method seed --languages de --out {out}/model --encoder hash:8"
 EVAL = "evaluate --encoder hash:8 --tasks sts17"
-BENCH = ("bench --encoders hash:8 --methods baseline --tasks sts17 --languages de "
+BENCH = ("bench --encoder hash:8 --methods baseline --tasks sts17 --languages de "
          "--pairs-per-language 20 --no-floor --out {out}/bench")
 ANALYSE = ("analyse --methods baseline --encoder hash:8 --tasks sts17 --analyses significance "
            "--out {out}/an")
@@ -111,7 +111,7 @@ ROWS = [
     ("search-out-is-dir", "search {s} {t} --out {adir} --encoder hash:8", 2, "is a directory"),
     ("evaluate-out-is-dir", EVAL + " --out {adir}", 2, "is a directory"),
     ("train-out-is-file", "train --method seed --languages de --out {afile}", 2, "is a file"),
-    ("bench-out-is-file", "bench --encoders hash:8 --out {afile}", 2, "is a file"),
+    ("bench-out-is-file", "bench --encoder hash:8 --out {afile}", 2, "is a file"),
     ("analyse-out-is-file", "analyse --encoder hash:8 --out {afile}", 2, "is a file"),
     ("mine-run-dir-is-file", MINE + " --run-dir {afile}", 2, "is a file"),
     ("encode-out-under-file", "encode {a} --out {afile}/x.npy --encoder hash:8", 2,
@@ -200,10 +200,10 @@ ROWS = [
     ("evaluate-no-data-dir", EVAL + " --data-dir {nodir}", 2, "No data directory found"),
     ("evaluate-unknown-task", EVAL.replace("sts17", "stss17"), 2, "Did you mean 'sts17'"),
     # the verbs of the experiment tooling and the ecosystem
-    ("prepare-tier-0", "prepare --encoders hash:8 --tiers 0", 2, "argument --tiers"),
-    ("prepare-unknown-task", "prepare --encoders hash:8 --tasks stss17", 2,
+    ("prepare-tier-0", "prepare --encoder hash:8 --tiers 0", 2, "argument --tiers"),
+    ("prepare-unknown-task", "prepare --encoder hash:8 --tasks stss17", 2,
      "Did you mean 'sts17'"),
-    ("prepare-holdout-all", "prepare --encoders hash:8 --languages de --holdout 100000", 2,
+    ("prepare-holdout-all", "prepare --encoder hash:8 --languages de --holdout 100000", 2,
      "too few to hold out 100000"),
     ("tune-grid-not-json", "tune --encoder hash:8 --grid {{nope", 2, "argument --grid"),
     ("tune-grid-wrong-param", "tune --encoder hash:8 --methods lir --grid "

@@ -25,7 +25,7 @@ def hash_bench(tmp_path_factory):
     before = os.environ.get("DISEMBED_CACHE_DIR")
     os.environ["DISEMBED_CACHE_DIR"] = str(cache)
     try:
-        assert main(["bench", "--encoders", "hash:16", "--languages", "de,zh",
+        assert main(["bench", "--encoder", "hash:16", "--languages", "de,zh",
                      "--methods", "baseline,mean-centering,seed", "--pairs-per-language",
                      "40", "--max-epochs", "3", "--out", str(out), "--format", "mteb",
                      "--data-dir", str(full_data_dir), "-q"]) == 0
@@ -130,7 +130,7 @@ def test_summary_value_labels_fit_inside_the_axes(tmp_path):
 def test_no_reference_no_comparison_section(full_data_dir, tmp_path, monkeypatch):
     monkeypatch.setenv("DISEMBED_CACHE_DIR", str(tmp_path / "cache"))
     out = tmp_path / "b"
-    assert main(["bench", "--encoders", "hash:16", "--languages", "de", "--methods",
+    assert main(["bench", "--encoder", "hash:16", "--languages", "de", "--methods",
                  "baseline", "--pairs-per-language", "40", "--no-floor", "--out", str(out),
                  "--data-dir", str(full_data_dir), "-q"]) == 0
     assert ExperimentResult.from_json(out / "bench.json").comparisons == []

@@ -30,7 +30,7 @@ def bench(tmp_path_factory):
 
     data = add_full_data(write_tiny_data(tmp_path_factory.mktemp("data")))
     out = tmp_path_factory.mktemp("bench")
-    assert main(["bench", "--encoders", "hash:16", "--languages", "de,zh", "--methods",
+    assert main(["bench", "--encoder", "hash:16", "--languages", "de,zh", "--methods",
                  "baseline,mean-centering", "--tasks", "tatoeba,sts17,wmt20-qe",
                  "--tatoeba-languages", "de,zh,nl", "--no-floor", "--out", str(out),
                  "--format", "mteb", "--data-dir", str(data),

@@ -19,7 +19,7 @@ def bench_page(full_data_dir, tmp_path, monkeypatch):
     pytest.importorskip("matplotlib")
     monkeypatch.setenv("DISEMBED_CACHE_DIR", str(tmp_path / "cache"))
     out = tmp_path / "bench"
-    assert main(["bench", "--encoders", "hash:16", "--languages", "de,zh",
+    assert main(["bench", "--encoder", "hash:16", "--languages", "de,zh",
                  "--pairs-per-language", "40", "--max-epochs", "2", "--out", str(out),
                  "--data-dir", str(full_data_dir), "-q"]) == 0
     return out / "report.html"
@@ -30,7 +30,7 @@ def test_report_html_is_self_contained(bench_page):
     assert "<title>disembed bench</title>" in html and "<table>" in html
     assert html.count('src="data:image/png;base64,') == 2  # summary.png, differences.png
     assert 'src="summary.png"' not in html and "## " not in html  # rendered, not raw markdown
-    assert "Provenance" in html and "disembed bench --encoders hash:16" in html
+    assert "Provenance" in html and "disembed bench --encoder hash:16" in html
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (apt-get install chromium)")

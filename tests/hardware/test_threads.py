@@ -72,3 +72,71 @@ def test_a_fresh_process_honours_omp_num_threads():
     threads, source, torch_threads, pools = json.loads(out.strip().splitlines()[-1])
     assert (threads, source, torch_threads) == (1, next(iter(env)), 1)
     assert pools and set(pools) == {1}  # every OpenMP / BLAS runtime loaded got it
+
+
+def _follow(monkeypatch, loads):
+    """Run rechoose_threads once per load average in ``loads`` (no waiting between looks)."""
+    from disembed.hardware import rechoose_threads
+
+    seen = []
+    for load in loads:
+        monkeypatch.setattr(threads_module, "_load_average", lambda load=load: load)
+        s = rechoose_threads(interval=0)
+        seen.append((s.threads, s.source, torch.get_num_threads()))
+    return seen
+
+
+def test_threads_follow_the_load_with_hysteresis(monkeypatch):
+    """2 cores: busy at a load >= 4, free again below 3 (not at 3.5: no flapping)."""
+    threads_module._chosen = None
+    torch.set_num_threads(2)
+    assert configure_threads().source == "cores"
+    assert _follow(monkeypatch, [1.0, 4.5, 3.5, 3.9, 2.9, 3.5]) == [
+        (2, "cores", 2), (1, "busy", 1), (1, "busy", 1), (1, "busy", 1), (2, "cores", 2),
+        (2, "cores", 2)]
+
+
+def test_a_busy_start_gets_its_cores_back_when_the_load_falls(monkeypatch):
+    threads_module._chosen = None
+    torch.set_num_threads(2)
+    monkeypatch.setattr(threads_module, "_load_average", lambda: 6.0)
+    assert configure_threads().threads == 1
+    assert _follow(monkeypatch, [0.5]) == [(2, "cores", 2)]
+
+
+def test_an_explicit_count_never_follows_the_load(monkeypatch):
+    threads_module._chosen = None
+    torch.set_num_threads(2)
+    monkeypatch.setenv("DISEMBED_NUM_THREADS", "2")
+    configure_threads()
+    assert _follow(monkeypatch, [9.0, 0.1]) == [(2, "DISEMBED_NUM_THREADS", 2)] * 2
+
+
+def test_the_load_is_read_at_most_once_per_interval(monkeypatch):
+    from disembed.hardware import rechoose_threads
+
+    threads_module._chosen = None
+    torch.set_num_threads(2)
+    configure_threads()
+    reads = []
+    monkeypatch.setattr(threads_module, "_last_look", 0.0)
+    monkeypatch.setattr(threads_module, "_load_average", lambda: reads.append(1) or 0.5)
+    for _ in range(100):
+        rechoose_threads(interval=3600)
+    assert len(reads) == 1
+
+
+@pytest.mark.slow
+def test_the_thread_count_does_not_change_an_e5_vector():
+    """Re-choosing threads mid-service must not change a vector: e5-small, 1 vs 2 threads."""
+    import numpy as np
+
+    from disembed.encoders import load_encoder
+
+    encoder = load_encoder("e5-small")
+    texts = [f"sentence {i} about {'a long subject ' * (i % 7)}" for i in range(64)]
+    torch.set_num_threads(1)
+    one = encoder.encode(texts, batch_size=32)
+    torch.set_num_threads(2)
+    two = encoder.encode(texts, batch_size=32)
+    np.testing.assert_array_equal(one, two)

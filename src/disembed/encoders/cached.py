@@ -12,6 +12,7 @@ from typing import Sequence
 import numpy as np
 
 from ..exceptions import ConfigError
+from ..hardware import rechoose_threads
 from ..progress import progress_bar, reporting_to
 from ..util.cache_dir import CACHE_ENV_VAR, default_cache_dir
 from ..util.files import AtomicFile, commit_together
@@ -87,6 +88,7 @@ class CachedEncoder:
         with bar, reporting_to(bar):  # the encoder moves the bar after each of its batches
             for start in range(0, len(todo), self.chunk_size):
                 chunk = todo[start : start + self.chunk_size]
+                rechoose_threads()  # a long fill follows the machine's load
                 t0 = time.perf_counter()
                 vectors = self.encoder.encode(chunk, batch_size=batch_size)
                 vectors = check_embeddings(vectors, chunk, self.name, self.dim)

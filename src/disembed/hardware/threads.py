@@ -20,13 +20,23 @@ and applies it to torch (``torch.set_num_threads``) and, through threadpoolctl, 
 OpenMP and BLAS runtime already loaded. Libraries loaded later (faiss, the C engine)
 are limited when their entry points call ``configure_threads(reapply=True)`` (the count
 chosen first is kept, only the limits are applied again).
+
+A long-running process (the service, a long encode) calls :func:`rechoose_threads` between
+units of work: when the count came from the load (``cores`` or ``busy``), it looks at the
+load again, at most every :data:`RECHOOSE_SECONDS`, and moves to one thread when the
+machine became busy, or back to the cores when the load fell below
+:data:`FREE_LOAD_PER_CORE` per core (below the busy mark, so a load near it does not
+flip the count back and forth). A count set explicitly is never changed. The thread count
+does not change a vector (tests/hardware/test_threads.py compares e5-small with 1 and 2).
 """
 
 from __future__ import annotations
 
 import logging
 import os
-from dataclasses import asdict, dataclass
+import threading
+import time
+from dataclasses import asdict, dataclass, replace
 
 import torch
 from threadpoolctl import threadpool_info, threadpool_limits
@@ -39,6 +49,12 @@ logger = logging.getLogger(__name__)
 THREADS_ENV_VAR = "DISEMBED_NUM_THREADS"
 #: at or above this 1-minute load average per core the machine counts as busy: one thread
 BUSY_LOAD_PER_CORE = 2.0
+#: a busy machine counts as free again below this load per core (hysteresis)
+FREE_LOAD_PER_CORE = 1.5
+#: the least time between two looks at the load by :func:`rechoose_threads`
+RECHOOSE_SECONDS = 5.0
+#: the sources :func:`rechoose_threads` may change (the count came from the load)
+LOAD_SOURCES = ("cores", "busy")
 
 
 @dataclass(frozen=True)
@@ -121,6 +137,41 @@ def configure_threads(n: int | None = None, *, reapply: bool = False) -> ThreadS
         return _chosen
     _apply(_chosen.threads)
     return _chosen
+
+
+_rechoose_lock = threading.Lock()
+_last_look = 0.0
+
+
+def rechoose_threads(*, interval: float = RECHOOSE_SECONDS) -> ThreadSettings:
+    """Follow the machine's load between units of work (module docstring): returns the
+    settings now in force. Cheap when called often: the load is read at most every
+    ``interval`` seconds; an explicit count (argument, environment, torch) stays."""
+    global _chosen, _last_look
+    settings = configure_threads()
+    if settings.source not in LOAD_SOURCES:
+        return settings
+    with _rechoose_lock:
+        now = time.monotonic()
+        if now - _last_look < interval:
+            return _chosen or settings
+        _last_look = now
+        current = _chosen or settings
+        load = _load_average()
+        if load is None:
+            return current
+        cores = current.physical_cores
+        if current.source == "cores" and load >= BUSY_LOAD_PER_CORE * cores:
+            new = replace(current, threads=1, source="busy", load_average=load)
+        elif current.source == "busy" and load < FREE_LOAD_PER_CORE * cores:
+            new = replace(current, threads=cores, source="cores", load_average=load)
+        else:
+            return current
+        logger.info("threads: %d -> %d (load %.2f on %d physical cores)", current.threads,
+                    new.threads, load, cores)
+        _chosen = new
+        _apply(new.threads)
+        return new
 
 
 def current_settings() -> ThreadSettings | None:

@@ -29,6 +29,7 @@ from ..data.languages import known_languages, normalize_tag
 from ..encoders import Encoder
 from ..evaluation.metrics import paired_cosine
 from ..exceptions import DisembedError
+from ..hardware import rechoose_threads
 from ..methods import Disentangler
 from ..progress import no_progress
 
@@ -161,6 +162,7 @@ class EmbeddingService:
         embed a given text (e.g. an ``npy:`` encoder that does not hold it)."""
         try:
             with self._lock, no_progress():  # a service logs requests, never draws bars
+                rechoose_threads()  # the load changes while a service runs
                 return self.counter.encode(texts, batch_size=self.batch_size)
         except OSError as exc:
             what = {errno.EACCES: "permission denied", errno.EROFS: "read-only file system",

@@ -45,7 +45,8 @@ def _meaning_cosines(model, languages):
     enc = HashEncoder(16)
     a = enc.encode([p[0] for p in PAIRS])
     b = enc.encode([p[1] for p in PAIRS])
-    a, b = (normalize_rows(model.meaning(x, lang)) for x, lang in zip((a, b), languages))
+    a, b = (normalize_rows(model.meaning(x, lang))
+            for x, lang in zip((a, b), languages, strict=True))
     return np.einsum("pd,pd->p", a.astype(np.float64), b.astype(np.float64))
 
 

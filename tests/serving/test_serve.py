@@ -143,11 +143,16 @@ def test_similarity_and_qe_are_cosines_of_the_meaning_parts(servers):
     assert post(url, "/v1/qe", {"pairs": [["only one"]]}).status_code == 400
 
 
-def test_health(servers):
+def test_health_is_minimal_and_info_holds_the_configuration(servers):
+    """As TEI: /health says alive and nothing else; /info has the model, limits, batching."""
     url, _ = servers["mean-centering"]
-    h = httpx.get(url + "/health", timeout=30).json()
-    assert h["status"] == "ok" and h["method"] == "mean-centering" and h["needs_language"]
-    assert h["views"] == ["meaning", "language", "raw"] and h["dim"] == 16
+    assert httpx.get(url + "/health", timeout=30).json() == {"status": "ok"}
+    info = httpx.get(url + "/info", timeout=30).json()
+    assert info["method"] == "mean-centering" and info["needs_language"]
+    assert info["views"] == ["meaning", "language", "raw"] and info["dim"] == 16
+    assert info["max_concurrent_requests"] == 64 and info["max_batch_tokens"] == 16384
+    assert info["max_client_batch_size"] == info["limits"]["max_inputs"]
+    assert info["token_unit"] == "words" and "batching" in info and "admission" in info
 
 
 def test_concurrent_requests_are_micro_batched(servers):
@@ -166,8 +171,8 @@ def test_concurrent_requests_are_micro_batched(servers):
     for t, res in zip(texts, results, strict=True):  # every request got its own rows back
         np.testing.assert_allclose([d["embedding"] for d in res["data"]], enc.encode(t),
                                    atol=1e-6)
-    health = httpx.get(url + "/health", timeout=30).json()["batching"]
-    assert health["largest_batch"] > 1
+    batching = httpx.get(url + "/info", timeout=30).json()["batching"]
+    assert batching["largest_batch"] > 1
 
 
 def test_official_openai_client(servers):

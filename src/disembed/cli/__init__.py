@@ -9,6 +9,7 @@ import sys
 from contextlib import contextmanager
 from typing import Sequence
 
+from ..exceptions import DisembedError
 from ..provenance import record_command
 from ..util.cache_dir import CACHE_ENV_VAR
 from ..version import __version__
@@ -30,6 +31,7 @@ from . import (
     train,
     tune,
 )
+from .env import with_environment
 from .errors import ignore_file_size_signal, report
 from .flags import VerbParser, warn_deprecated
 from .folders import check_folders
@@ -50,6 +52,10 @@ def build_parser() -> argparse.ArgumentParser:
     for module in VERBS:
         module.add_parser(verbs)
     return parser
+
+
+def _verbs(parser: argparse.ArgumentParser) -> argparse._SubParsersAction:
+    return next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
 
 
 def _configure_logging(verbosity: int, quiet: bool) -> None:
@@ -82,8 +88,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     :mod:`disembed.cli.errors`)."""
     parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
-    args = parser.parse_args(argv)
-    record_command(["disembed", *argv])
+    try:
+        args = parser.parse_args(with_environment(_verbs(parser), argv))
+    except DisembedError as exc:  # a bad DISEMBED_* variable: before anything starts
+        parser.exit(2, f"disembed: error: {exc}\n")
+    record_command(["disembed", *argv])  # as typed: variables (a key) stay out of it
     _configure_logging(args.verbose, args.quiet)
     warn_deprecated(args)
     ignore_file_size_signal()

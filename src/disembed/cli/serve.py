@@ -31,6 +31,7 @@ from ..serving.app import (
 from ..serving.loading import load_service
 from ..serving.requests import Limits
 from .common import add_common, csv_list, finite_float, positive_int
+from .env import document
 from .flags import examples
 
 
@@ -42,6 +43,14 @@ def port(text: str) -> int:
         value = -1
     if not 0 <= value <= 65535:
         raise argparse.ArgumentTypeError(f"expected a TCP port from 0 to 65535, got {text!r}")
+    return value
+
+
+def input_tokens(text: str) -> int:
+    """A per-text token limit: at least 16 (the prefix and special tokens take some)."""
+    value = positive_int(text)
+    if value < 16:
+        raise argparse.ArgumentTypeError(f"expected at least 16 tokens, got {text!r}")
     return value
 
 
@@ -71,6 +80,18 @@ def add_parser(verbs) -> None:
                    help="how long to gather concurrent requests into one batch (default 5)")
     p.add_argument("--max-inputs", type=positive_int, default=256,
                    help="texts or pairs per request (default 256)")
+    p.add_argument("--max-concurrent-requests", type=positive_int, default=64,
+                   help="embedding requests in flight at once; beyond, 429 with Retry-After "
+                        "(default 64)")
+    p.add_argument("--max-batch-tokens", type=positive_int, default=16384,
+                   help="tokens per encoder call, all requests of a batch together (words for "
+                        "an encoder without a tokenizer; default 16384)")
+    p.add_argument("--max-input-tokens", type=input_tokens, default=None,
+                   help="tokens per text; a longer text is refused unless the request says "
+                        "truncate (default: no limit, a long text is embedded whole as the "
+                        "library does; truncate then cuts at the encoder's window)")
+    p.add_argument("--auto-truncate", action="store_true",
+                   help="cut long texts to fit unless a request says truncate: false")
     p.add_argument("--max-chars", type=positive_int, default=8192,
                    help="characters per text (default 8192)")
     p.add_argument("--served-model-name", default=None, metavar="NAME",
@@ -84,6 +105,7 @@ def add_parser(verbs) -> None:
                         "none; '*' for any)")
     p.add_argument("--no-cache", action="store_true", help="do not use the embedding cache")
     add_common(p)
+    document(p)  # every flag also as DISEMBED_<FLAG>
     p.set_defaults(handler=handle)
 
 
@@ -100,7 +122,11 @@ def handle(args: argparse.Namespace) -> int:
                     max_total_chars=max(Limits.max_total_chars, args.max_chars))
     options = ServeOptions(max_batch=args.max_batch, batch_window=args.batch_window_ms / 1000,
                            api_key=api_key,
-                           cors_origins=tuple(args.cors_origins or ()))
+                           cors_origins=tuple(args.cors_origins or ()),
+                           max_concurrent_requests=args.max_concurrent_requests,
+                           max_batch_tokens=args.max_batch_tokens,
+                           max_input_tokens=args.max_input_tokens,
+                           auto_truncate=args.auto_truncate)
     app = create_app(service, limits=limits, options=options)
     run_server(app, args.host, args.port, "warning" if args.quiet else "info", sock=sock)
     return 0

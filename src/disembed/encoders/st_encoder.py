@@ -282,6 +282,19 @@ class SentenceTransformerEncoder(EncoderPlugin):
                 return "+".join(mode)
         return "saved"
 
+    @property
+    def max_input_tokens(self) -> int | None:  # type: ignore[override]
+        return int(self._model.max_seq_length) if self._model.max_seq_length else None
+
+    def token_counts(self, texts: Sequence[str]) -> list[int] | None:
+        """Tokens of ``prefix + text`` by the model's tokenizer (special tokens included,
+        before the model's truncation), or ``None`` when it has none."""
+        tokenizer = getattr(self._model, "tokenizer", None)
+        if tokenizer is None:
+            return None
+        ids = tokenizer([self.prefix + t for t in texts], add_special_tokens=True)["input_ids"]
+        return [len(x) for x in ids]
+
     def encode(self, texts: Sequence[str], *, batch_size: int = 64) -> np.ndarray:
         batch_size = check_batch_size(batch_size, self.name)
         texts = check_texts(texts, self.name)

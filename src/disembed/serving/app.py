@@ -10,11 +10,20 @@
                         meaning parts of each pair
 ``POST /v1/qe``         ``{"pairs": [[source, mt], ...], "languages": [src, tgt]}`` -> the
                         WMT20 QE task's score, cos(meaning(source), meaning(mt))
+``POST /embed``         text-embeddings-inference's request and response (:mod:`.tei`); also
+                        ``POST /``, TEI's alias
 ``GET /v1/models``      the served model ids (OpenAI's list)
-``GET /info``           model, recipe, parameters, encoder identity, views, limits, batching
+``GET /info``           model, recipe, parameters, encoder identity, views, limits, batching,
+                        threads, with TEI's field names for its limits
 ``GET /metrics``        Prometheus metrics (:mod:`.metrics`)
-``GET /health``         status, encoder, method, views, batching counters (never needs a key)
+``GET /health``         ``{"status": "ok"}`` and nothing else, as TEI (never needs a key)
 ======================  ====================================================================
+
+Limits, as TEI has them: at most ``max_concurrent_requests`` embedding requests in flight
+(beyond, 429 with ``Retry-After``: :mod:`.admission`); batches of at most ``max_batch``
+texts and ``max_batch_tokens`` tokens (:mod:`.batching`); texts of at most
+``max_input_tokens`` tokens, cut to fit when a request says ``truncate`` (or the server
+``auto_truncate``), else refused (:mod:`.tokens`).
 
 Errors are JSON in OpenAI's shape ``{"error": {"message", "type", "param", "code"}}``:
 400 for malformed input, 401 without the API key (when one is set), 404 for a model not
@@ -39,17 +48,21 @@ import os
 import socket
 import threading
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
 from ..exceptions import ConfigError, require
+from ..hardware import current_settings
 from ..version import __version__
+from .admission import Admission, add_admission
 from .batching import MicroBatcher
 from .metrics import ServiceMetrics
 from .requests import Limits, parse_embeddings, parse_pairs
 from .service import EmbeddingService, ServiceError
+from .tei import TEI_PATHS, add_tei_routes, tei_body
+from .tokens import TokenCounter, encode_within_limits
 
 logger = logging.getLogger(__name__)
 access_logger = logging.getLogger("disembed.serving.access")
@@ -58,21 +71,32 @@ access_logger = logging.getLogger("disembed.serving.access")
 API_KEY_ENV = "DISEMBED_API_KEY"
 #: paths that answer without the API key (load balancers probe them)
 OPEN_PATHS = ("/health",)
+#: the routes that embed (the concurrency limit counts requests to these)
+VECTOR_PATHS = ("/v1/embeddings", "/v1/similarity", "/v1/qe", *TEI_PATHS)
 
 
 @dataclass(frozen=True)
 class ServeOptions:
-    """How the app is served: batching, API key, CORS origins."""
+    """How the app is served: batching, API key, CORS origins, and TEI's limits (requests in
+    flight, tokens per batch and per text, truncation by default)."""
 
     max_batch: int = 64
     batch_window: float = 0.005  # seconds
     api_key: str | None = None
     cors_origins: tuple[str, ...] = field(default_factory=tuple)
+    max_concurrent_requests: int = 64
+    max_batch_tokens: int = 16384
+    max_input_tokens: int | None = None
+    auto_truncate: bool = False
 
 
-def _error(status: int, message: str, param: str | None = None, headers=None):
+def _error(status: int, message: str, param: str | None = None, headers=None,
+           path: str | None = None):
+    """The error response: OpenAI's shape, or TEI's on a TEI route (``path``)."""
     from fastapi.responses import JSONResponse
 
+    if path in TEI_PATHS:
+        return JSONResponse(tei_body(status, message), status_code=status, headers=headers)
     kind = ("authentication_error" if status == 401 else "invalid_request_error"
             if status < 500 else "server_error")
     return JSONResponse({"error": {"message": message, "type": kind, "param": param,
@@ -85,9 +109,9 @@ def _embedding(vec: np.ndarray, fmt: str) -> Any:
     return vec.astype(np.float32).tolist()
 
 
-def _usage(texts: list[str]) -> dict[str, int]:
-    words = sum(len(t.split()) for t in texts)
-    return {"prompt_tokens": words, "total_tokens": words}
+def _usage(counts: list[int]) -> dict[str, int]:
+    """OpenAI's ``usage``: the encoder's tokens (words for an encoder without a tokenizer)."""
+    return {"prompt_tokens": sum(counts), "total_tokens": sum(counts)}
 
 
 async def read_json(request, limits: Limits) -> Any:
@@ -131,13 +155,15 @@ async def _read_body(request, limit: int) -> bytes:
 
 
 async def _paired(request, names, service: EmbeddingService, batcher: MicroBatcher,
-                  limits: Limits):
+                  limits: Limits, counter: TokenCounter, truncate: bool):
     """Both sides of the pairs in one micro-batched encode, then the cosines of their views."""
     req = parse_pairs(await read_json(request, limits), service, limits, names=names)
     request.state.inputs = len(req.a)
-    raw = await batcher.encode(req.a + req.b)
+    _, counts, raw = await encode_within_limits(batcher, counter, req.a + req.b, truncate,
+                                                "pairs")
     n = len(req.a)
-    return req, service.cosines(raw[:n], raw[n:], req.a_languages, req.b_languages, req.view)
+    return req, service.cosines(raw[:n], raw[n:], req.a_languages, req.b_languages,
+                                req.view), counts
 
 
 def _gauges(service: EmbeddingService):
@@ -199,9 +225,8 @@ def _options(options: ServeOptions | None, max_batch: int | None,
              batch_window: float | None) -> ServeOptions:
     """``options``, with the older ``max_batch`` / ``batch_window`` keywords applied."""
     options = options or ServeOptions()
-    return ServeOptions(options.max_batch if max_batch is None else max_batch,
-                        options.batch_window if batch_window is None else batch_window,
-                        options.api_key, options.cors_origins)
+    return replace(options, max_batch=options.max_batch if max_batch is None else max_batch,
+                   batch_window=options.batch_window if batch_window is None else batch_window)
 
 
 def service_info(service: EmbeddingService, limits: Limits, options: ServeOptions,
@@ -218,7 +243,15 @@ def service_info(service: EmbeddingService, limits: Limits, options: ServeOption
             "needs_language": service.needs_language, "limits": asdict(limits),
             "max_batch": options.max_batch, "batch_window_ms": 1000 * options.batch_window,
             "auth": bool(options.api_key), "cors_origins": list(options.cors_origins),
-            "version": __version__, "started": started}
+            "version": __version__, "started": started,
+            # text-embeddings-inference's names for its limits
+            "model_dtype": dict(service.encoder.identity.extra).get(
+                "dtype", "float32"),
+            "max_concurrent_requests": options.max_concurrent_requests,
+            "max_batch_tokens": options.max_batch_tokens,
+            "max_batch_requests": options.max_batch,
+            "max_client_batch_size": limits.max_inputs,
+            "max_input_length": options.max_input_tokens, "auto_truncate": options.auto_truncate}
 
 
 def create_app(service: EmbeddingService, *, limits: Limits | None = None,
@@ -234,7 +267,10 @@ def create_app(service: EmbeddingService, *, limits: Limits | None = None,
     options = _options(options, max_batch, batch_window)
     metrics = ServiceMetrics(_gauges(service))
     batcher = MicroBatcher(service.encode, max_batch=options.max_batch,
-                           window=options.batch_window, on_batch=metrics.batch)
+                           window=options.batch_window, on_batch=metrics.batch,
+                           max_batch_tokens=options.max_batch_tokens)
+    counter = TokenCounter(service.encoder, options.max_input_tokens)
+    admission = Admission(options.max_concurrent_requests)
 
     @contextlib.asynccontextmanager
     async def lifespan(app):
@@ -247,11 +283,20 @@ def create_app(service: EmbeddingService, *, limits: Limits | None = None,
                                       f"({service.model.name} on {service.encoder.name}).")
     app.state.service, app.state.batcher, app.state.limits = service, batcher, limits
     app.state.metrics, app.state.options = metrics, options
+    app.state.admission, app.state.tokens = admission, counter
     _add_error_handlers(app)
-    _add_vector_routes(app, fastapi.Request, service, batcher, limits)
+    _add_vector_routes(app, fastapi.Request, service, batcher, limits, counter, options)
+    add_tei_routes(app, fastapi.Request, service, batcher, limits, counter,
+                   options.auto_truncate, read_json)
     _add_info_routes(app, service, batcher, limits, options, metrics)
+    add_admission(app, admission, VECTOR_PATHS, _refuse)
     _add_middleware(app, options, metrics)
     return app
+
+
+def _refuse(path: str, message: str, retry_after: int):
+    """429 in the route's error shape, with ``Retry-After``."""
+    return _error(429, message, headers={"Retry-After": str(retry_after)}, path=path)
 
 
 def _add_error_handlers(app) -> None:
@@ -261,17 +306,18 @@ def _add_error_handlers(app) -> None:
 
     @app.exception_handler(ServiceError)
     async def service_error(request, exc: ServiceError):
-        return _error(exc.status, exc.message, exc.param)
+        return _error(exc.status, exc.message, exc.param, path=request.url.path)
 
     @app.exception_handler(HTTPException)
     async def http_error(request, exc: HTTPException):
         path = request.url.path
         message = {404: f"no such path {path}; this service answers POST /v1/embeddings, "
-                        "/v1/similarity, /v1/qe and GET /v1/models, /info, /metrics, /health",
+                        "/v1/similarity, /v1/qe, /embed (TEI) and GET /v1/models, /info, "
+                        "/metrics, /health",
                    405: f"{path} does not take {request.method}; allowed: "
                         f"{(exc.headers or {}).get('Allow', 'see GET /info')}"}
         return _error(exc.status_code, message.get(exc.status_code, str(exc.detail)),
-                      headers=exc.headers)
+                      headers=exc.headers, path=path)
 
     @app.exception_handler(Exception)
     async def server_error(request, exc: Exception):
@@ -280,7 +326,7 @@ def _add_error_handlers(app) -> None:
 
 
 def _add_vector_routes(app, Request, service: EmbeddingService, batcher: MicroBatcher,
-                       limits: Limits) -> None:
+                       limits: Limits, counter: TokenCounter, options: ServeOptions) -> None:
     """``/v1/embeddings``, ``/v1/similarity`` and ``/v1/qe``."""
     from . import schemas  # pydantic comes with the [serve] extra's fastapi
 
@@ -289,32 +335,35 @@ def _add_vector_routes(app, Request, service: EmbeddingService, batcher: MicroBa
     async def embeddings(request: Request):
         req = parse_embeddings(await read_json(request, limits), service, limits)
         request.state.inputs = len(req.texts)
-        raw = await batcher.encode(req.texts)
+        truncate = options.auto_truncate if req.truncate is None else req.truncate
+        _, counts, raw = await encode_within_limits(batcher, counter, req.texts, truncate,
+                                                    "input")
         vectors, used, predicted = service.view_with_languages(raw, req.view, req.languages)
         data = [{"object": "embedding", "index": i,
                  "embedding": _embedding(v, req.encoding_format)} for i, v in enumerate(vectors)]
         if service.needs_language and req.view != "raw":  # which language each text counted as
             for item, code, guessed in zip(data, used, predicted, strict=True):
                 item.update(language=code, language_predicted=guessed)
-        return {"object": "list", "model": req.model, "usage": _usage(req.texts), "data": data}
+        return {"object": "list", "model": req.model, "usage": _usage(counts), "data": data}
 
     async def paired(request, names):
-        return await _paired(request, names, service, batcher, limits)
+        return await _paired(request, names, service, batcher, limits, counter,
+                             options.auto_truncate)
 
     @app.post("/v1/similarity", openapi_extra=schemas.request_body(schemas.PairsBody),
               responses={200: {"model": schemas.SimilarityResponse}, **schemas.ERRORS})
     async def similarity(request: Request):
-        req, cos = await paired(request, ("text1", "text2"))
-        return {"object": "list", "model": req.model, "usage": _usage(req.a + req.b),
+        req, cos, counts = await paired(request, ("text1", "text2"))
+        return {"object": "list", "model": req.model, "usage": _usage(counts),
                 "data": [{"object": "similarity", "index": i, "similarity": float(c)}
                          for i, c in enumerate(cos)]}
 
     @app.post("/v1/qe", openapi_extra=schemas.request_body(schemas.PairsBody),
               responses={200: {"model": schemas.QEResponse}, **schemas.ERRORS})
     async def quality_estimation(request: Request):
-        req, cos = await paired(request, ("source", "translation"))
+        req, cos, counts = await paired(request, ("source", "translation"))
         return {"object": "list", "model": req.model, "metric": "cosine(source, translation)",
-                "usage": _usage(req.a + req.b),
+                "usage": _usage(counts),
                 "data": [{"object": "qe_score", "index": i, "score": float(c)}
                          for i, c in enumerate(cos)]}
 
@@ -336,7 +385,17 @@ def _add_info_routes(app, service: EmbeddingService, batcher: MicroBatcher, limi
 
     @app.get("/info")
     async def info():
-        return service_info(service, limits, options, started)
+        s, threads = batcher.stats, current_settings()
+        return {**service_info(service, limits, options, started),
+                "batching": {"requests": s.requests, "batches": s.batches, "texts": s.texts,
+                             "encoded": s.encoded, "largest_batch": s.largest,
+                             "largest_batch_tokens": s.largest_tokens,
+                             "encoder_calls": service.counter.calls},
+                "admission": {"in_flight": app.state.admission.active,
+                              "peak": app.state.admission.peak,
+                              "rejected": app.state.admission.rejected},
+                "token_unit": app.state.tokens.unit,
+                "threads": threads.to_dict() if threads else None}
 
     @app.get("/metrics", response_class=PlainTextResponse)
     async def prometheus():
@@ -345,14 +404,7 @@ def _add_info_routes(app, service: EmbeddingService, batcher: MicroBatcher, limi
 
     @app.get("/health")
     async def health():
-        s = batcher.stats
-        return {"status": "ok", "encoder": service.encoder.name, "dim": service.encoder.dim,
-                "method": service.model.name, "model": service.name, "views": service.views,
-                "needs_language": service.needs_language,
-                "limits": vars(limits),
-                "batching": {"requests": s.requests, "batches": s.batches, "texts": s.texts,
-                             "encoded": s.encoded, "largest_batch": s.largest,
-                             "encoder_calls": service.counter.calls}}
+        return {"status": "ok"}  # TEI's: alive; configuration and counters are in /info
 
 
 def api_key_from_env() -> str | None:

@@ -1,20 +1,26 @@
 """Micro-batching: concurrent requests share one encoder call.
 
-Each request puts its texts on an asyncio queue and awaits a future. One collector
-task takes the first waiting request, then keeps taking requests for up to ``window``
-seconds or until ``max_batch`` texts are gathered, encodes the distinct texts of all of
-them in one call on a worker thread (the event loop keeps accepting requests), and
-hands each request its rows. Requests that arrive while a batch is encoding form the
-next batch. A request larger than ``max_batch`` is encoded alone. When a batch fails, each of
-its requests is encoded again by itself, so an error reaches only the request whose own texts
-caused it (and shows it only those texts).
+Each request puts its texts on a queue and awaits a future. One worker thread takes the
+waiting requests as soon as it is free: the first one, then every other that arrives up to
+``window`` seconds after that first one (a backlog that waited longer is taken at once),
+until ``max_batch`` texts or ``max_batch_tokens`` tokens are gathered (a batch is counted in
+tokens too, as TEI's ``--max-batch-tokens``: 64 long texts cost many times 64 short ones).
+It encodes the distinct texts of all of them in one call and hands each request its rows
+through the event loop, then takes the next batch at once: requests that arrive while a
+batch is encoding form the next one, and the encoder never waits for the event loop to
+notice that it is free (on a busy machine every hand-over between threads costs a time
+slice). A request larger than either limit is encoded alone. When a batch fails, each of
+its requests is encoded again by itself, so an error reaches only the request whose own
+texts caused it (and shows it only those texts).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from concurrent.futures import ThreadPoolExecutor
+import threading
+import time
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -32,118 +38,168 @@ class BatchStats:
     texts: int = 0  # texts requested
     encoded: int = 0  # distinct texts sent to the encoder
     largest: int = 0  # most requests in one batch
+    largest_tokens: int = 0  # most tokens in one batch
     sizes: list[int] = field(default_factory=list, repr=False)  # requests per batch (last 1000)
+
+
+@dataclass
+class _Request:
+    texts: list[str]
+    future: asyncio.Future
+    tokens: int
+    arrived: float
 
 
 class MicroBatcher:
     """Gathers concurrent ``encode`` calls into batches; see the module docstring.
 
     Args:
-        encode: ``texts -> (n, d) float32``, called on one worker thread.
+        encode: ``texts -> (n, d) float32``, called on the batcher's one worker thread.
         max_batch: most texts per encoder call (a single larger request still goes alone).
         window: seconds to wait for more requests after the first one arrives.
+        max_batch_tokens: most tokens per encoder call (each request's tokens are given to
+            :meth:`encode`; without them its texts count one token each).
     """
 
     def __init__(self, encode: Callable[[list[str]], np.ndarray], *, max_batch: int = 64,
                  window: float = 0.005,
-                 on_batch: Callable[[int, int], None] | None = None) -> None:
-        if int(max_batch) < 1 or not window >= 0:
-            raise ValueError(f"max_batch must be >= 1 and window >= 0; got {max_batch}, {window}")
+                 on_batch: Callable[[int, int], None] | None = None,
+                 max_batch_tokens: int | None = None) -> None:
+        if int(max_batch) < 1 or not window >= 0 or (max_batch_tokens is not None
+                                                     and int(max_batch_tokens) < 1):
+            raise ValueError(f"max_batch and max_batch_tokens must be >= 1 and window >= 0; "
+                             f"got {max_batch}, {max_batch_tokens}, {window}")
         self._encode, self.max_batch, self.window = encode, int(max_batch), float(window)
+        self.max_batch_tokens = None if max_batch_tokens is None else int(max_batch_tokens)
         self._on_batch = on_batch  # (requests, distinct texts) of every encoder call
         self.stats = BatchStats()
-        self._queue: asyncio.Queue | None = None
-        self._task: asyncio.Task | None = None
-        self._carry: tuple | None = None  # a request that did not fit the last batch
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="disembed-encode")
+        self._pending: deque[_Request] = deque()
+        self._ready = threading.Condition()
+        self._loop: asyncio.AbstractEventLoop = None  # type: ignore[assignment]
+        self._thread: threading.Thread | None = None
+        self._stopping = False
 
     async def start(self) -> None:
-        self._queue = asyncio.Queue()
-        self._task = asyncio.create_task(self._collect())
+        self._loop = asyncio.get_running_loop()
+        self._stopping = False
+        self._thread = threading.Thread(target=self._work, name="disembed-encode", daemon=True)
+        self._thread.start()
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            try:
-                await self._task
-            except asyncio.CancelledError:
-                pass
-        self._executor.shutdown(wait=False, cancel_futures=True)
+        with self._ready:
+            self._stopping = True
+            self._ready.notify_all()
+        if self._thread is not None:
+            await asyncio.get_running_loop().run_in_executor(None, self._thread.join, 30)
 
-    async def encode(self, texts: list[str]) -> np.ndarray:
-        """``(len(texts), d) float32`` raw embeddings, encoded together with concurrent calls."""
-        if self._queue is None:
+    async def encode(self, texts: list[str], tokens: int | None = None) -> np.ndarray:
+        """``(len(texts), d) float32`` raw embeddings, encoded together with concurrent calls;
+        ``tokens``: what ``texts`` cost against ``max_batch_tokens`` (default: one a text)."""
+        if self._thread is None:
             raise RuntimeError("MicroBatcher.start() was not awaited")
-        future = asyncio.get_running_loop().create_future()
-        await self._queue.put((texts, future))
+        future = self._loop.create_future()
+        with self._ready:
+            self._pending.append(_Request(list(texts), future,
+                                          len(texts) if tokens is None else int(tokens),
+                                          time.monotonic()))
+            self._ready.notify()
         return await future
 
-    async def _gather(self) -> list[tuple[list[str], asyncio.Future]]:
-        loop = asyncio.get_running_loop()
-        first, self._carry = self._carry, None
-        items = [first if first is not None else await self._queue.get()]
-        size = len(items[0][0])
-        deadline = loop.time() + self.window
-        while size < self.max_batch:
-            if self._queue.empty():
-                left = deadline - loop.time()
-                if left <= 0:
+    # --- the worker thread -----------------------------------------------------------
+    def _work(self) -> None:
+        while True:
+            items = self._take()
+            if items is None:
+                return
+            self._run(items)
+
+    def _fits(self, size: int, tokens: int, item: _Request) -> bool:
+        """Whether ``item`` joins a batch of ``size`` texts and ``tokens`` tokens."""
+        if size + len(item.texts) > self.max_batch:
+            return False
+        return self.max_batch_tokens is None or tokens + item.tokens <= self.max_batch_tokens
+
+    def _full(self, size: int, tokens: int) -> bool:
+        return size >= self.max_batch or (self.max_batch_tokens is not None
+                                          and tokens >= self.max_batch_tokens)
+
+    def _take(self) -> list[_Request] | None:
+        """The next batch (module docstring), or ``None`` once stopping."""
+        with self._ready:
+            while not self._pending and not self._stopping:
+                self._ready.wait()
+            if self._stopping:
+                return None
+            first = self._pending.popleft()
+            items, size, tokens = [first], len(first.texts), first.tokens
+            deadline = first.arrived + self.window
+            while not self._full(size, tokens):
+                if self._pending:
+                    if not self._fits(size, tokens, self._pending[0]):
+                        break  # it starts the next batch
+                    item = self._pending.popleft()
+                    items.append(item)
+                    size, tokens = size + len(item.texts), tokens + item.tokens
+                    continue
+                left = deadline - time.monotonic()
+                if left <= 0 or self._stopping:
                     break
-                try:
-                    item = await asyncio.wait_for(self._queue.get(), left)
-                except asyncio.TimeoutError:
-                    break
-            else:
-                item = self._queue.get_nowait()
-            if size + len(item[0]) > self.max_batch:
-                self._carry = item  # it starts the next batch
-                break
-            items.append(item)
-            size += len(item[0])
+                self._ready.wait(left)
+        self.stats.largest_tokens = max(self.stats.largest_tokens, tokens)
         return items
 
-    async def _collect(self) -> None:
-        loop = asyncio.get_running_loop()
-        while True:
-            items = await self._gather()
-            distinct = list(dict.fromkeys(t for texts, _ in items for t in texts))
-            self._count(items, len(distinct))
-            try:
-                rows = await loop.run_in_executor(self._executor, self._encode, distinct)
-            except Exception as exc:  # noqa: BLE001 - answered per request below
-                await self._alone(items, exc)
-                continue
-            index = {t: i for i, t in enumerate(distinct)}
-            for texts, future in items:
-                if not future.done():
-                    future.set_result(rows[[index[t] for t in texts]])
+    def _run(self, items: list[_Request]) -> None:
+        items = [r for r in items if not r.future.done()]  # a client that went away
+        if not items:
+            return
+        distinct = list(dict.fromkeys(t for r in items for t in r.texts))
+        self._count(items, len(distinct))
+        try:
+            rows = self._encode(distinct)
+        except Exception as exc:  # noqa: BLE001 - answered per request below
+            self._alone(items, exc)
+            return
+        index = {t: i for i, t in enumerate(distinct)}
+        for r in items:
+            self._answer(r.future, rows[[index[t] for t in r.texts]])
 
-    async def _alone(self, items: list, exc: Exception) -> None:
+    def _alone(self, items: list[_Request], exc: Exception) -> None:
         """A batch failed: encode each request by itself, so only a request whose own texts
         fail gets an error, and that error names only its own texts (one client's bad text
         never fails, nor shows itself to, the other requests of its batch)."""
         if len(items) == 1:
-            if not items[0][1].done():
-                items[0][1].set_exception(exc)
+            self._answer(items[0].future, exc)
             return
-        loop = asyncio.get_running_loop()
-        for texts, future in items:
-            if future.done():
-                continue
+        for r in items:
+            own = list(dict.fromkeys(r.texts))
             try:
-                rows = await loop.run_in_executor(self._executor, self._encode,
-                                                  list(dict.fromkeys(texts)))
-            except Exception as own:  # noqa: BLE001 - this request's own error
-                future.set_exception(own)
+                rows = self._encode(own)
+            except Exception as error:  # noqa: BLE001 - this request's own error
+                self._answer(r.future, error)
                 continue
-            index = {t: i for i, t in enumerate(dict.fromkeys(texts))}
-            future.set_result(rows[[index[t] for t in texts]])
+            index = {t: i for i, t in enumerate(own)}
+            self._answer(r.future, rows[[index[t] for t in r.texts]])
 
-    def _count(self, items: list, distinct: int) -> None:
+    def _answer(self, future: asyncio.Future, value) -> None:
+        """Resolve ``future`` on its event loop (rows, or an exception to raise)."""
+        def resolve() -> None:
+            if future.done():
+                return
+            if isinstance(value, BaseException):
+                future.set_exception(value)
+            else:
+                future.set_result(value)
+
+        try:
+            self._loop.call_soon_threadsafe(resolve)
+        except RuntimeError:  # the loop has closed (the service is shutting down)
+            logger.debug("a batch finished after the event loop closed")
+
+    def _count(self, items: list[_Request], distinct: int) -> None:
         s = self.stats
         s.requests += len(items)
         s.batches += 1
-        s.texts += sum(len(texts) for texts, _ in items)
+        s.texts += sum(len(r.texts) for r in items)
         s.encoded += distinct
         s.largest = max(s.largest, len(items))
         s.sizes = (s.sizes + [len(items)])[-1000:]

@@ -36,6 +36,9 @@ class EmbeddingsRequest:
     encoding_format: str
     languages: list[str]
     model: str = ""
+    #: cut texts over the token limit (``True``), refuse them (``False``), or the server's
+    #: default (``None``: ``--auto-truncate``)
+    truncate: bool | None = None
 
 
 @dataclass
@@ -55,7 +58,9 @@ def _token_ids(value: Any) -> bool:
                         for v in value)))
 
 
-def _texts(value: Any, param: str, limits: Limits, *, allow_single: bool = True) -> list[str]:
+def parse_texts(value: Any, param: str, limits: Limits, *, allow_single: bool = True
+                ) -> list[str]:
+    """A request's texts (a string or a non-empty list of strings), checked."""
     if _token_ids(value):
         raise ServiceError(f"'{param}' holds token ids; this service embeds text only (its "
                            "encoders' tokenizers differ, so ids are not decoded): send the "
@@ -92,7 +97,7 @@ def _texts(value: Any, param: str, limits: Limits, *, allow_single: bool = True)
     return value
 
 
-def _view(body: dict, service: EmbeddingService) -> tuple[str, str]:
+def view_of_body(body: dict, service: EmbeddingService) -> tuple[str, str]:
     """``(model id, view)`` from the body's ``model`` and ``view`` fields."""
     model, view = body.get("model"), body.get("view")
     for name, value in (("model", model), ("view", view)):
@@ -102,7 +107,7 @@ def _view(body: dict, service: EmbeddingService) -> tuple[str, str]:
     return service.view_of(model, view)
 
 
-def _language(value: Any, param: str) -> str | list[str | None] | None:
+def parse_language(value: Any, param: str) -> str | list[str | None] | None:
     if value is None or isinstance(value, str) and value:
         return value
     if isinstance(value, list) and all(v is None or isinstance(v, str) and v for v in value):
@@ -118,12 +123,13 @@ def _object(body: Any) -> dict:
 
 
 def parse_embeddings(body: Any, service: EmbeddingService, limits: Limits) -> EmbeddingsRequest:
-    """``{"input": str | [str], "model": view, "encoding_format", "language": code | [code]}``."""
+    """``{"input": str | [str], "model": view, "encoding_format", "language": code | [code],
+    "truncate": bool}``."""
     body = _object(body)
     if "input" not in body:
         raise ServiceError("'input' is required: a string or a list of strings", param="input")
-    texts = _texts(body["input"], "input", limits)
-    model, view = _view(body, service)
+    texts = parse_texts(body["input"], "input", limits)
+    model, view = view_of_body(body, service)
     fmt = body.get("encoding_format") or "float"
     if fmt not in ENCODING_FORMATS:
         raise ServiceError(f"'encoding_format' must be one of {ENCODING_FORMATS}; got {fmt!r}",
@@ -134,9 +140,13 @@ def parse_embeddings(body: Any, service: EmbeddingService, limits: Limits) -> Em
         raise ServiceError(f"'dimensions' = {dims!r} is not supported: the {view} view has "
                            f"exactly {size} dimensions (truncating it would change cosines); "
                            f"leave 'dimensions' out or send {size}", param="dimensions")
-    langs = service.languages_for(len(texts), _language(body.get("language"), "language"),
+    langs = service.languages_for(len(texts), parse_language(body.get("language"), "language"),
                                   "language")
-    return EmbeddingsRequest(texts, view, fmt, langs, model)
+    truncate = body.get("truncate")
+    if truncate is not None and not isinstance(truncate, bool):
+        raise ServiceError(f"'truncate' must be true or false; got {truncate!r}",
+                           param="truncate")
+    return EmbeddingsRequest(texts, view, fmt, langs, model, truncate)
 
 
 def parse_pairs(body: Any, service: EmbeddingService, limits: Limits, *,
@@ -154,13 +164,13 @@ def parse_pairs(body: Any, service: EmbeddingService, limits: Limits, *,
         if not (isinstance(pair, list) and len(pair) == 2):
             raise ServiceError(f"'pairs[{i}]' must be a list of two strings [{names[0]}, "
                                f"{names[1]}]", param="pairs")
-    a = _texts([p[0] for p in pairs], "pairs", limits, allow_single=False)
-    b = _texts([p[1] for p in pairs], "pairs", limits, allow_single=False)
+    a = parse_texts([p[0] for p in pairs], "pairs", limits, allow_single=False)
+    b = parse_texts([p[1] for p in pairs], "pairs", limits, allow_single=False)
     if sum(map(len, a + b)) > limits.max_total_chars:
         raise ServiceError(f"the request holds {sum(map(len, a + b))} characters; at most "
                            f"{limits.max_total_chars}", 413, "pairs")
     la, lb = _pair_languages(body.get("languages"), len(pairs))
-    model, view = _view(body, service)
+    model, view = view_of_body(body, service)
     return PairsRequest(a, b, service.languages_for(len(a), la, "languages"),
                         service.languages_for(len(b), lb, "languages"), view, model)
 

@@ -1,16 +1,20 @@
-"""Load test of ``disembed serve`` on loopback: p50/p95/p99 latency and throughput at 1, 4, 16,
-64 clients, cold and warm.
+"""Load test of ``disembed serve`` on loopback against the library's offline encoding rate.
 
 Starts ``disembed serve`` in a subprocess on 127.0.0.1 (a free port; the embedding cache
-in a new temporary folder), then for each concurrency level runs that many clients in a
-closed loop, each sending ``POST /v1/embeddings`` with ``--texts-per-request`` real
-sentences, until ``--requests`` requests are done or ``--seconds`` have passed (both bound
-every level). **Cold**: sentences this server has never seen (every one is encoded);
-**warm**: the same sentences again (every one is a cache hit). With ``--no-cache`` only the
-cold phase runs. The mean requests per encoder call (micro-batching) is read from
-``/health`` around each phase. Nothing leaves the machine.
+in a new temporary folder), then for every number of clients (``--clients``, default 8 and
+32) and texts per request (``--texts``, default 1 and 32) runs that many clients in a
+closed loop, each sending ``POST /v1/embeddings``, until ``--requests`` requests are done or
+``--seconds`` have passed. Every phase sends sentences the server has never seen (real
+Tatoeba sentences of every language, shuffled with a fixed seed), so every one is encoded;
+``--warm`` repeats each phase with the same sentences (cache hits). Before the server starts
+and after it stops, the library encodes ``--offline`` other sentences in this process with
+the same encoder (and model): its offline rate, the mean of the two runs, is the yardstick.
 
-    python benchmarks/bench_serve.py                                   # e5-small, full
+Prints p50 / p99 latency, requests/s, sentences/s, 429s, the load average at the end of each
+phase, the requests per encoder call, the service's rate over the library's, and the CPU
+flags that decide the encoder's precision. Nothing leaves the machine.
+
+    python benchmarks/bench_serve.py                                   # e5-small, 8/32 x 1/32
     python benchmarks/bench_serve.py --encoder hash:384 --short        # < 1 minute
     python benchmarks/bench_serve.py --model models/seed-e5 --out serve.json
 """
@@ -34,14 +38,41 @@ import numpy as np
 
 
 def sentences(n: int) -> list[str]:
-    """Real sentences (Tatoeba German and English) when the data is there, else synthetic."""
+    """``n`` distinct real sentences (every Tatoeba file, shuffled with seed 0) when the data
+    is there; synthetic ones make up any shortfall."""
     root = Path(os.environ.get("DISEMBED_DATA_DIR", "../shared/data")) / "tatoeba"
     out: list[str] = []
-    for name in ("tatoeba.deu-eng.deu", "tatoeba.deu-eng.eng"):
-        if (root / name).is_file():
-            out += [s for s in (root / name).read_text(encoding="utf-8").splitlines() if s.strip()]
-    return out[:n] if len(out) >= n else [f"synthetic sentence number {i} for the load test"
-                                          for i in range(n)]
+    for path in sorted(root.glob("tatoeba.*-eng.*")) if root.is_dir() else []:
+        out += [s for s in path.read_text(encoding="utf-8").splitlines() if s.strip()]
+    out = list(dict.fromkeys(out))
+    np.random.default_rng(0).shuffle(out)
+    out += [f"synthetic sentence number {i} for the load test" for i in range(n - len(out))]
+    return out[:n]
+
+
+def cpu_flags() -> list[str]:
+    info = Path("/proc/cpuinfo")
+    text = info.read_text(encoding="utf-8") if info.exists() else ""
+    return sorted({f for f in ("avx512_bf16", "amx_bf16", "avx2") if f" {f}" in text})
+
+
+def offline_rate(args, texts: list[str]) -> float:
+    """Sentences/s of the library on ``texts`` (no cache): the model's meaning part of the
+    model's encoder, or the bare encoder, as the server serves them."""
+    from disembed import load_encoder
+    from disembed.saved_model import SavedModel
+
+    if args.model:
+        encoder, model = SavedModel.load(args.model)
+        run = (lambda: model.meaning(encoder.encode(texts), args.language)) \
+            if args.view == "meaning" else (lambda: encoder.encode(texts))
+    else:
+        encoder = load_encoder(args.encoder)
+        run = lambda: encoder.encode(texts)  # noqa: E731
+    encoder.encode(texts[:16])  # warm-up
+    t0 = time.perf_counter()
+    run()
+    return len(texts) / (time.perf_counter() - t0)
 
 
 def free_port() -> int:
@@ -52,7 +83,8 @@ def free_port() -> int:
 
 def start_server(args, port: int) -> subprocess.Popen:
     cmd = [sys.executable, "-m", "disembed", "serve", "--host", "127.0.0.1", "--port", str(port),
-           "--max-batch", str(args.max_batch), "--batch-window-ms", str(args.window_ms), "-q"]
+           "--max-batch", str(args.max_batch), "--batch-window-ms", str(args.window_ms),
+           "--max-concurrent-requests", str(args.max_concurrent), "-q"]
     cmd += ["--model", args.model] if args.model else ["--encoder", args.encoder]
     if not args.cache:
         cmd.append("--no-cache")
@@ -72,16 +104,17 @@ def start_server(args, port: int) -> subprocess.Popen:
     raise SystemExit(f"the server did not answer /health within {args.startup_timeout}s")
 
 
-async def level(url: str, clients: int, pool: list[str], args, phase: str = "cold") -> dict:
-    """Closed-loop load with ``clients`` concurrent clients; bounded in requests and time."""
+async def level(url: str, clients: int, pool: list[str], args, phase: str = "cold",
+                k: int = 1) -> dict:
+    """Closed-loop load with ``clients`` concurrent clients sending ``k`` texts a request;
+    bounded in requests and time."""
     latencies: list[float] = []
-    errors = 0
+    errors = refused = 0
     sent = 0
     stop_at = time.monotonic() + args.seconds
-    k = args.texts_per_request
 
     async def client(cid: int, http: httpx.AsyncClient) -> None:
-        nonlocal errors, sent
+        nonlocal errors, refused, sent
         while sent < args.requests and time.monotonic() < stop_at:
             i = sent
             sent += 1
@@ -90,25 +123,28 @@ async def level(url: str, clients: int, pool: list[str], args, phase: str = "col
             r = await http.post(url + "/v1/embeddings", json={"input": texts, "model": args.view,
                                                              **args.extra})
             latencies.append(time.perf_counter() - t0)
-            errors += r.status_code != 200
+            refused += r.status_code == 429
+            errors += r.status_code not in (200, 429)
 
     limits = httpx.Limits(max_connections=clients)
     async with httpx.AsyncClient(timeout=120, limits=limits) as http:
-        before = (await http.get(url + "/health")).json()["batching"]
+        before = (await http.get(url + "/info")).json()["batching"]
         t0 = time.perf_counter()
         await asyncio.gather(*(client(c, http) for c in range(clients)))
         wall = time.perf_counter() - t0
-        after = (await http.get(url + "/health")).json()["batching"]
+        after = (await http.get(url + "/info")).json()["batching"]
     lat = np.array(latencies) * 1000
     batches = max(after["batches"] - before["batches"], 1)
-    return {"phase": phase, "clients": clients, "requests": len(lat), "errors": errors,
-            "seconds": round(wall, 2),
+    served = len(lat) - refused
+    return {"phase": phase, "clients": clients, "texts_per_request": k, "requests": len(lat),
+            "errors": errors, "refused_429": refused, "seconds": round(wall, 2),
+            "load_1min": round(os.getloadavg()[0], 2),
             "p50_ms": round(float(np.percentile(lat, 50)), 1),
             "p95_ms": round(float(np.percentile(lat, 95)), 1),
             "p99_ms": round(float(np.percentile(lat, 99)), 1),
             "requests_per_batch": round((after["requests"] - before["requests"]) / batches, 1),
-            "requests_per_s": round(len(lat) / wall, 1),
-            "sentences_per_s": round(len(lat) * k / wall, 1)}
+            "requests_per_s": round(served / wall, 1),
+            "sentences_per_s": round(served * k / wall, 1)}
 
 
 def parse_args() -> argparse.Namespace:
@@ -118,14 +154,19 @@ def parse_args() -> argparse.Namespace:
     which.add_argument("--encoder", default="e5-small", help="a bare encoder (default e5-small)")
     ap.add_argument("--view", default="meaning")
     ap.add_argument("--language", default=None, help="sent with every request (routed methods)")
-    ap.add_argument("--levels", default="1,4,16,64", help="concurrent clients per level")
+    ap.add_argument("--clients", default="8,32", help="concurrent clients per level")
+    ap.add_argument("--texts", default="1,32", help="texts per request, each level")
     ap.add_argument("--requests", type=int, default=400, help="most requests per level")
-    ap.add_argument("--seconds", type=float, default=60.0, help="most seconds per level")
-    ap.add_argument("--texts-per-request", type=int, default=1)
+    ap.add_argument("--seconds", type=float, default=40.0, help="most seconds per level")
+    ap.add_argument("--offline", type=int, default=1000,
+                    help="sentences the library encodes offline, before and after")
     ap.add_argument("--max-batch", type=int, default=64)
     ap.add_argument("--window-ms", type=float, default=5.0)
+    ap.add_argument("--max-concurrent", type=int, default=64)
+    ap.add_argument("--warm", action="store_true",
+                    help="repeat every level with the same sentences (cache hits)")
     ap.add_argument("--no-cache", dest="cache", action="store_false",
-                    help="embedding cache off (cold phase only)")
+                    help="embedding cache off")
     ap.add_argument("--startup-timeout", type=float, default=180.0)
     ap.add_argument("--short", action="store_true",
                     help="quick check: at most 60 requests and 8 s per level")
@@ -133,56 +174,71 @@ def parse_args() -> argparse.Namespace:
     args = ap.parse_args()
     if args.short:
         args.requests, args.seconds = min(args.requests, 60), min(args.seconds, 8.0)
+        args.offline = min(args.offline, 200)
     args.extra = {"language": args.language} if args.language else {}
     args.cache_dir = tempfile.mkdtemp(prefix="bench-serve-cache-")
     return args
 
 
 def run_levels(url: str, pool: list[str], args) -> list[dict]:
-    """Every level cold (unseen sentences), then warm (the same ones again) with the cache."""
+    """Every level cold (unseen sentences), then, with ``--warm``, the same ones again."""
     rows, start = [], 0
-    for clients in map(int, args.levels.split(",")):
-        n = args.requests * args.texts_per_request
-        fresh = pool[start : start + n]
-        start += n
-        rows.append(asyncio.run(level(url, clients, fresh, args, "cold")))
-        if args.cache:
-            rows.append(asyncio.run(level(url, clients, fresh, args, "warm")))
+    for clients in map(int, args.clients.split(",")):
+        for k in map(int, args.texts.split(",")):
+            n = args.requests * k
+            fresh = pool[start : start + n]
+            start += n
+            rows.append(asyncio.run(level(url, clients, fresh, args, "cold", k)))
+            if args.warm and args.cache:
+                rows.append(asyncio.run(level(url, clients, fresh, args, "warm", k)))
     return rows
 
 
 def main() -> int:
     args = parse_args()
+    need = sum(args.requests * int(k) for k in args.texts.split(",")) * len(
+        args.clients.split(","))
+    pool = sentences(need + 2 * args.offline + 50)
+    offline_texts, pool = pool[: 2 * args.offline], pool[2 * args.offline :]
+    load_before = os.getloadavg()
+    rates = [offline_rate(args, offline_texts[: args.offline])]
     port = free_port()
     proc = start_server(args, port)
     try:
-        pool = sentences(6000)
         url = f"http://127.0.0.1:{port}"
         asyncio.run(level(url, 1, pool[-50:], args, "warm-up"))
         rows = run_levels(url, pool[:-50], args)
-        batching = httpx.get(url + "/health", timeout=10).json()["batching"]
+        info = httpx.get(url + "/info", timeout=10).json()
     finally:
         proc.terminate()
         proc.wait(30)
+    rates.append(offline_rate(args, offline_texts[args.offline :]))
+    library = float(np.mean(rates))
     load = os.getloadavg()
-    print(f"# disembed serve, {args.model or args.encoder}, view {args.view}, "
-          f"{args.texts_per_request} sentence(s)/request, max batch {args.max_batch}, window "
-          f"{args.window_ms} ms, cache {'on (new folder)' if args.cache else 'off'}")
-    print(f"# {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
-          f"load after the run {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
-    print("| phase | clients | requests | errors | p50 ms | p95 ms | p99 ms | requests/s | "
-          "requests per encoder call |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print(f"# disembed serve, {args.model or args.encoder}, view {args.view}, max batch "
+          f"{args.max_batch}, window {args.window_ms} ms, cache "
+          f"{'on (new folder)' if args.cache else 'off'}; encoder dtype {info.get('model_dtype')}")
+    print(f"# {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, flags "
+          f"{' '.join(cpu_flags()) or 'none of avx2/avx512_bf16/amx_bf16'}; load "
+          f"{load_before[0]:.2f} before, {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} after; "
+          f"server threads {info.get('threads')}")
+    print(f"# library offline: {rates[0]:.1f} and {rates[1]:.1f} sentences/s before and after "
+          f"the server ran ({args.offline} new sentences each, no cache): mean {library:.1f}")
+    print("| phase | clients | texts/request | requests | 429 | p50 ms | p99 ms | requests/s | "
+          "sentences/s | x library | requests per encoder call | load (1 min) |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r['phase']} | {r['clients']} | {r['requests']} | {r['errors']} | "
-              f"{r['p50_ms']} | {r['p95_ms']} | {r['p99_ms']} | {r['requests_per_s']} | "
-              f"{r['requests_per_batch']} |")
-    print(f"# batching over the run: {batching}")
+        r["over_library"] = round(r["sentences_per_s"] / library, 2)
+        print(f"| {r['phase']} | {r['clients']} | {r['texts_per_request']} | {r['requests']} | "
+              f"{r['refused_429']} | {r['p50_ms']} | {r['p99_ms']} | {r['requests_per_s']} | "
+              f"{r['sentences_per_s']} | {r['over_library']} | {r['requests_per_batch']} | "
+              f"{r['load_1min']} |")
+    print(f"# batching over the run: {info['batching']}")
     if args.out:
-        Path(args.out).write_text(json.dumps({"rows": rows, "batching": batching,
-                                              "args": {k: v for k, v in vars(args).items()
-                                                       if k != "extra"},
-                                              "load": load}, indent=2))
+        Path(args.out).write_text(json.dumps({
+            "rows": rows, "batching": info["batching"], "library_rates": rates,
+            "cpu_flags": cpu_flags(), "load_before": load_before, "load_after": load,
+            "args": {k: v for k, v in vars(args).items() if k != "extra"}}, indent=2))
     return 0 if all(r["errors"] == 0 for r in rows) else 1
 
 

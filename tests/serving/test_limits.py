@@ -10,6 +10,7 @@ each time.
 from __future__ import annotations
 
 import asyncio
+import time
 
 import numpy as np
 import pytest
@@ -112,3 +113,51 @@ def test_truncation_without_a_server_limit_cuts_at_the_encoders_window():
     assert counter.fit([text], [n], truncate=False, param="inputs")[0] == [text]
     (cut,), (m,) = counter.fit([text], [n], truncate=True, param="inputs")
     assert m <= 512 and text.startswith(cut)
+
+
+def test_a_failed_batch_fails_only_the_request_whose_text_failed():
+    def encode(texts):
+        if "bad" in texts:
+            raise ValueError(f"cannot embed {texts}")
+        return np.ones((len(texts), 2), np.float32)
+
+    async def main():
+        batcher = MicroBatcher(encode, window=0.05)
+        await batcher.start()
+        try:
+            return await asyncio.gather(batcher.encode(["good 1"]), batcher.encode(["bad"]),
+                                        batcher.encode(["good 2", "good 3"]),
+                                        return_exceptions=True)
+        finally:
+            await batcher.stop()
+
+    one, bad, two = asyncio.run(main())
+    assert one.shape == (1, 2) and two.shape == (2, 2)
+    assert isinstance(bad, ValueError) and "good" not in str(bad)  # its own texts only
+
+
+def test_a_backlog_is_taken_at_once_and_the_encoder_never_waits_for_the_loop():
+    """While one batch encodes, the next requests queue; the worker takes them the moment
+    it is free (no window wait: they waited longer already), one call per backlog."""
+    calls = []
+
+    def encode(texts):
+        calls.append((time.monotonic(), list(texts)))
+        time.sleep(0.2)
+        return np.zeros((len(texts), 2), np.float32)
+
+    async def main():
+        batcher = MicroBatcher(encode, window=0.15)
+        await batcher.start()
+        try:
+            first = asyncio.ensure_future(batcher.encode(["a"]))
+            await asyncio.sleep(0.17)  # "a" is encoding now
+            later = [asyncio.ensure_future(batcher.encode([t])) for t in "bcd"]
+            await asyncio.gather(first, *later)
+        finally:
+            await batcher.stop()
+
+    asyncio.run(main())
+    assert [c[1] for c in calls] == [["a"], ["b", "c", "d"]]
+    gap = calls[1][0] - calls[0][0]
+    assert gap < 0.2 + 0.1  # the second call started as the first ended, no 0.15 s window

@@ -11,6 +11,7 @@ The event loop is single-threaded, so the counters need no lock.
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
 
 
@@ -54,23 +55,31 @@ class Admission:
 
 
 def add_admission(app, admission: Admission, paths: tuple[str, ...], refuse) -> None:
-    """The middleware that keeps at most ``admission.limit`` requests to ``paths`` in flight;
-    ``refuse(path, message, retry_after)`` builds the 429 response (its route's error
-    shape)."""
-    import time
+    """Keep at most ``admission.limit`` requests to ``paths`` in flight (a plain ASGI
+    middleware: no per-request task or stream of its own); ``refuse(path, message,
+    retry_after)`` builds the 429 response (its route's error shape)."""
+    app.add_middleware(_Admit, admission=admission, paths=frozenset(paths), refuse=refuse)
 
-    @app.middleware("http")
-    async def admit(request, call_next):
-        path = request.url.path
-        if request.method != "POST" or path not in paths:
-            return await call_next(request)
-        if not admission.enter():
-            wait = admission.retry_after()
-            return refuse(path, f"the service is busy: {admission.limit} requests are in "
-                          f"flight, its limit (--max-concurrent-requests); retry in {wait} s",
-                          wait)
+
+class _Admit:
+    def __init__(self, app, admission: Admission, paths: frozenset, refuse) -> None:
+        self.app, self.admission, self.paths, self.refuse = app, admission, paths, refuse
+
+    async def __call__(self, scope, receive, send) -> None:
+        path = scope.get("path")
+        if scope["type"] != "http" or scope.get("method") != "POST" or path not in self.paths:
+            await self.app(scope, receive, send)
+            return
+        gate = self.admission
+        if not gate.enter():
+            wait = gate.retry_after()
+            response = self.refuse(path, f"the service is busy: {gate.limit} requests are in "
+                                   "flight, its limit (--max-concurrent-requests); retry in "
+                                   f"{wait} s", wait)
+            await response(scope, receive, send)
+            return
         t0 = time.perf_counter()
         try:
-            return await call_next(request)
+            await self.app(scope, receive, send)
         finally:
-            admission.leave(time.perf_counter() - t0)
+            gate.leave(time.perf_counter() - t0)

@@ -109,6 +109,14 @@ def _embedding(vec: np.ndarray, fmt: str) -> Any:
     return vec.astype(np.float32).tolist()
 
 
+def _json(content: Any):
+    """A JSON response of plain Python values, without FastAPI's per-value conversion
+    (``jsonable_encoder`` walks every float: 4 ms for one 384-d vector on a busy core)."""
+    from fastapi.responses import JSONResponse
+
+    return JSONResponse(content)
+
+
 def _usage(counts: list[int]) -> dict[str, int]:
     """OpenAI's ``usage``: the encoder's tokens (words for an encoder without a tokenizer)."""
     return {"prompt_tokens": sum(counts), "total_tokens": sum(counts)}
@@ -190,35 +198,61 @@ def _authorised(request, api_key: str) -> bool:
 
 def _add_middleware(app, options: ServeOptions, metrics: ServiceMetrics) -> None:
     """Access log + metrics + API key (inner), CORS (outermost, so errors carry its headers)."""
-    routes = {r.path for r in app.routes}
-
-    @app.middleware("http")
-    async def access(request, call_next):
-        t0 = time.perf_counter()
-        path = request.url.path
-        if (options.api_key and path not in OPEN_PATHS and request.method != "OPTIONS"
-                and not _authorised(request, options.api_key)):
-            response = _error(401, "this service needs an API key: send 'Authorization: Bearer "
-                              "KEY' (the key given to 'disembed serve --api-key' or "
-                              f"${API_KEY_ENV})", headers={"WWW-Authenticate": "Bearer"})
-        else:
-            response = await call_next(request)
-        seconds = time.perf_counter() - t0
-        inputs = int(getattr(request.state, "inputs", 0) or 0)
-        metrics.request(path if path in routes else "other", response.status_code, seconds,
-                        inputs)
-        access_logger.info(json.dumps({
-            "method": request.method, "path": path, "status": response.status_code,
-            "ms": round(1000 * seconds, 2), "inputs": inputs,
-            "client": request.client.host if request.client else None}))
-        return response
-
+    app.add_middleware(_Access, options=options, metrics=metrics,
+                       routes=frozenset(r.path for r in app.routes))
     if options.cors_origins:
         from fastapi.middleware.cors import CORSMiddleware
 
         app.add_middleware(CORSMiddleware, allow_origins=list(options.cors_origins),
                            allow_methods=["GET", "POST", "OPTIONS"],
                            allow_headers=["authorization", "content-type", "x-api-key"])
+
+
+class _Access:
+    """The access log line, the request metrics and the API key check, as a plain ASGI
+    middleware (Starlette's ``@app.middleware`` runs every request through a task and two
+    memory streams: milliseconds a request on a busy core)."""
+
+    def __init__(self, app, options: ServeOptions, metrics: ServiceMetrics,
+                 routes: frozenset) -> None:
+        self.app, self.options, self.metrics, self.routes = app, options, metrics, routes
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        from starlette.requests import Request
+
+        t0, status = time.perf_counter(), 500
+        request = Request(scope)
+
+        async def sending(message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        path, key = scope["path"], self.options.api_key
+        try:
+            if (key and path not in OPEN_PATHS and scope["method"] != "OPTIONS"
+                    and not _authorised(request, key)):
+                await _error(401, "this service needs an API key: send 'Authorization: Bearer "
+                             "KEY' (the key given to 'disembed serve --api-key' or "
+                             f"${API_KEY_ENV})", headers={"WWW-Authenticate": "Bearer"})(
+                                 scope, receive, sending)
+            else:
+                await self.app(scope, receive, sending)
+        finally:
+            self._record(scope, path, status, time.perf_counter() - t0)
+
+    def _record(self, scope, path: str, status: int, seconds: float) -> None:
+        inputs = int((scope.get("state") or {}).get("inputs", 0) or 0)
+        self.metrics.request(path if path in self.routes else "other", status, seconds, inputs)
+        client = scope.get("client")
+        access_logger.info(json.dumps({
+            "method": scope["method"], "path": path, "status": status,
+            "ms": round(1000 * seconds, 2), "inputs": inputs,
+            "client": client[0] if client else None}))
 
 
 def _options(options: ServeOptions | None, max_batch: int | None,
@@ -344,7 +378,8 @@ def _add_vector_routes(app, Request, service: EmbeddingService, batcher: MicroBa
         if service.needs_language and req.view != "raw":  # which language each text counted as
             for item, code, guessed in zip(data, used, predicted, strict=True):
                 item.update(language=code, language_predicted=guessed)
-        return {"object": "list", "model": req.model, "usage": _usage(counts), "data": data}
+        return _json({"object": "list", "model": req.model, "usage": _usage(counts),
+                      "data": data})
 
     async def paired(request, names):
         return await _paired(request, names, service, batcher, limits, counter,
@@ -354,18 +389,18 @@ def _add_vector_routes(app, Request, service: EmbeddingService, batcher: MicroBa
               responses={200: {"model": schemas.SimilarityResponse}, **schemas.ERRORS})
     async def similarity(request: Request):
         req, cos, counts = await paired(request, ("text1", "text2"))
-        return {"object": "list", "model": req.model, "usage": _usage(counts),
-                "data": [{"object": "similarity", "index": i, "similarity": float(c)}
-                         for i, c in enumerate(cos)]}
+        return _json({"object": "list", "model": req.model, "usage": _usage(counts),
+                      "data": [{"object": "similarity", "index": i, "similarity": float(c)}
+                               for i, c in enumerate(cos)]})
 
     @app.post("/v1/qe", openapi_extra=schemas.request_body(schemas.PairsBody),
               responses={200: {"model": schemas.QEResponse}, **schemas.ERRORS})
     async def quality_estimation(request: Request):
         req, cos, counts = await paired(request, ("source", "translation"))
-        return {"object": "list", "model": req.model, "metric": "cosine(source, translation)",
-                "usage": _usage(counts),
-                "data": [{"object": "qe_score", "index": i, "score": float(c)}
-                         for i, c in enumerate(cos)]}
+        return _json({"object": "list", "model": req.model,
+                      "metric": "cosine(source, translation)", "usage": _usage(counts),
+                      "data": [{"object": "qe_score", "index": i, "score": float(c)}
+                               for i, c in enumerate(cos)]})
 
 
 def _add_info_routes(app, service: EmbeddingService, batcher: MicroBatcher, limits: Limits,

@@ -108,7 +108,9 @@ def add_tei_routes(app, Request, service: EmbeddingService, batcher, limits: Lim
         if req.normalize:
             norms = np.linalg.norm(vectors, axis=1, keepdims=True)
             vectors = vectors / np.maximum(norms, 1e-12)
-        return vectors.tolist()
+        from fastapi.responses import JSONResponse  # no per-float conversion (app._json)
+
+        return JSONResponse(vectors.tolist())
 
     app.post("/embed")(embed)
     app.post("/", include_in_schema=False)(embed)  # TEI's alias (InferenceClient posts here)

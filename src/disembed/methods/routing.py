@@ -1,5 +1,6 @@
 """How each row of a call is routed through a language-dependent recipe: by its tag, or by
-the language identifier's posterior (issue 31: no hard argmax between languages).
+the language identifier's posterior (a weighted mixture of routes, never a hard argmax
+between languages).
 
 A recipe that :attr:`~.base.Disentangler.uses_language` computes its parts of a row ``x``
 through the *route* of one language ``k`` (mean-centering: ``x - mu_k``; a ``*-centered``

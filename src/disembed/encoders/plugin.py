@@ -31,6 +31,12 @@ class ExportedBase:
     #: is a local folder; and its licence (an SPDX-style hub id, ``other`` when unknown)
     base_model: str | None = None
     license: str = "other"
+    #: the precision the encoder computes in (``float32``, ``bfloat16``): the export tells
+    #: sentence-transformers to load its transformer so, to compute as the library does
+    dtype: str = "float32"
+    #: the modules after the first are mean pooling and L2 normalisation (a head may then
+    #: take the transformer's token embeddings and pool them itself, in float32)
+    mean_pooled: bool = False
 
 
 def st_modules() -> dict:

@@ -120,18 +120,24 @@ def export_model(model_dir: str | os.PathLike, out_dir: str | os.PathLike, *,
         base = base_pipeline(identity, work)
         prompts, default_prompt = export_prompts(base.prefix)
         identifier = model.language_identifier if mmap.by_language else None
+        precision = export_precision(base, identifier is not None)
+        body = base.modules[:1] if precision != "float32" else base.modules
         head = ([identifying_module(mmap, identifier, _aliases(mmap.routes),
-                                    model.unseen_route())]
+                                    model.unseen_route(),
+                                    "mean" if precision != "float32" else "")]
                 if identifier is not None else meaning_modules(mmap))
         st_model = st.SentenceTransformer(
-            modules=[*base.modules, *head], device="cpu", prompts=prompts,
+            modules=[*body, *head], device="cpu", prompts=prompts,
             default_prompt_name=default_prompt)
         folder = work / "model"
         st_model.save(str(folder), create_model_card=False)
+        record_precision(folder, precision)
         if identifier is not None:
             _ship_module(folder)
-        info = {**_export_info(saved, mmap, base.notes + mmap.notes),
-                "base_model": base.base_model, "license": base.license}
+        info = {**_export_info(saved, mmap, base.notes + mmap.notes
+                               + precision_notes(base.dtype, precision)),
+                "base_model": base.base_model, "license": base.license,
+                "precision": precision}
         atomic_write_text(folder / EXPORT_INFO, dumps_json(info) + "\n")
         card = model_card(info, base.description, read_scores(model_dir, scores))
         atomic_write_text(folder / "README.md", card)
@@ -143,6 +149,45 @@ def export_model(model_dir: str | os.PathLike, out_dir: str | os.PathLike, *,
     logger.info("exported %s (%s) to %s", model.name, model_dir, out_dir)
     return ExportResult(out_dir, model.name, mmap.by_language, sorted(mmap.routes),
                         mmap.out_dim, identifier is not None)
+
+
+def export_precision(base, routed: bool) -> str:
+    """The precision the export's transformer runs in: the encoder's (``bfloat16`` where the
+    model was trained on e5-small in bfloat16) when the export's own head pools the token
+    embeddings in float32, as the library does (a routed head over a mean-pooled base);
+    float32 otherwise, where sentence-transformers would round the pooled vector to
+    bfloat16 before a ``Dense`` head."""
+    return base.dtype if routed and base.mean_pooled else "float32"
+
+
+def precision_notes(encoder_dtype: str, precision: str) -> list[str]:
+    if precision != "float32":
+        return [f"the model was trained on an encoder computing in {precision}, and the "
+                f"export loads its transformer in {precision} (sentence_bert_config.json's "
+                "model_kwargs; model_kwargs={'dtype': torch.float32} overrides it): fast where "
+                "the CPU has native bfloat16, slow where it has not; the head pools the token "
+                "embeddings in float32, as disembed does"]
+    if encoder_dtype != "float32":
+        return [f"the model was trained on an encoder computing in {encoder_dtype}; this "
+                "export computes in float32 (a plain Dense head after sentence-transformers' "
+                "pooling); model_kwargs={'dtype': torch.bfloat16} runs it faster where "
+                "bfloat16 is native, at some cost in agreement with disembed"]
+    return []
+
+
+def record_precision(folder: Path, dtype: str) -> None:
+    """Tell sentence-transformers to load the transformer in ``dtype``: its module config's
+    ``model_kwargs`` (read by ``SentenceTransformer(folder)``), so the export computes in the
+    precision the library computed the model's training vectors in."""
+    if dtype == "float32":
+        return
+    entries = json.loads((folder / "modules.json").read_text(encoding="utf-8"))
+    for entry in entries:
+        if entry["type"].endswith(".Transformer"):
+            path = folder / entry["path"] / "sentence_bert_config.json"
+            config = json.loads(path.read_text(encoding="utf-8"))
+            config.setdefault("model_kwargs", {})["dtype"] = dtype
+            atomic_write_text(path, json.dumps(config, indent=2) + "\n")
 
 
 def _aliases(routes) -> dict[str, str]:

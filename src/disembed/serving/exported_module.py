@@ -57,7 +57,7 @@ class LanguageRoutedMeaning(Module):
 
     config_keys = ["languages", "routes", "activations", "aliases", "unknown", "threshold",
                    "route_temperature", "route_map", "min_route_weight", "valid_languages",
-                   "no_language"]
+                   "no_language", "pooling"]
     forward_kwargs = {"task", "language"}
 
     def __init__(self, languages: list[str], routes: list[str],
@@ -66,6 +66,7 @@ class LanguageRoutedMeaning(Module):
                  route_map: str = "softmax", min_route_weight: float = 0.0,
                  valid_languages: str = "",
                  no_language: list[str] | None = None,
+                 pooling: str = "",
                  tensors: dict[str, torch.Tensor] | None = None) -> None:
         super().__init__()
         self.languages, self.routes, self.activations = list(languages), list(routes), activations
@@ -75,6 +76,10 @@ class LanguageRoutedMeaning(Module):
         self.valid_languages = valid_languages  # space-separated language subtags
         self._valid = set(valid_languages.split())
         self.no_language = list(no_language or ["und", "mul"])
+        # "mean": this module mean-pools the transformer's token embeddings and L2-normalises
+        # them in float32 (a bfloat16 transformer's output is not rounded to bfloat16 first);
+        # "": it takes the sentence embedding of the modules before it
+        self.pooling = pooling
         self.tensors = {k: v.float() for k, v in (tensors or {}).items()}
 
     # --- the language of each row -------------------------------------------
@@ -140,9 +145,17 @@ class LanguageRoutedMeaning(Module):
             out[rows] += w[rows, k, None] * y
         return self.route(self.languages[0], e) if out is None else out.float()  # n == 0
 
+    @staticmethod
+    def pooled(features: dict) -> torch.Tensor:
+        """Mean of the token embeddings over the attention mask, L2-normalised, in float32."""
+        x = features["token_embeddings"].float()
+        mask = features["attention_mask"].to(x.dtype).unsqueeze(-1)
+        mean = (x * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1e-9)
+        return torch.nn.functional.normalize(mean, p=2, dim=1)
+
     def forward(self, features: dict, task: str | None = None, language: str | None = None,
                 **kwargs) -> dict:
-        e = features["sentence_embedding"].float()
+        e = self.pooled(features) if self.pooling else features["sentence_embedding"].float()
         code = language or (task if task not in (None, *NOT_LANGUAGES) else None)
         name = self.language_of(code) if code else None
         features["sentence_embedding"] = self.route(name, e) if name else self.mixture(e)

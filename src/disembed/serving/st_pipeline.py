@@ -40,7 +40,8 @@ REMOTE_MODULE_FILE = "disembed_meaning.py"
 REMOTE_MODULE_REF = "disembed_meaning.LanguageRoutedMeaning"
 
 
-def identifying_module(mmap: MeaningMap, identifier, aliases: dict[str, str], unknown: str):
+def identifying_module(mmap: MeaningMap, identifier, aliases: dict[str, str], unknown: str,
+                       pooling: str = ""):
     """The routed meaning part with the model's language identifier inside it
     (:class:`.exported_module.LanguageRoutedMeaning`), so an export needs no language.
 
@@ -68,7 +69,7 @@ def identifying_module(mmap: MeaningMap, identifier, aliases: dict[str, str], un
         list(identifier.languages_), sorted(mmap.routes), activations, aliases, unknown,
         float(identifier.threshold_), float(identifier.route_temperature),
         str(identifier.route_map), MIN_ROUTE_WEIGHT,
-        " ".join(valid_language_subtags()), list(NO_LANGUAGE),
+        " ".join(valid_language_subtags()), list(NO_LANGUAGE), pooling,
         {k: torch.tensor(np.ascontiguousarray(v, dtype=np.float32)) for k, v in tensors.items()})
 
 

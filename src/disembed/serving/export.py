@@ -118,17 +118,9 @@ def export_model(model_dir: str | os.PathLike, out_dir: str | os.PathLike, *,
                                  dir=target.parent))
     try:
         base = base_pipeline(identity, work)
-        prompts, default_prompt = export_prompts(base.prefix)
         identifier = model.language_identifier if mmap.by_language else None
         precision = export_precision(base, identifier is not None)
-        body = base.modules[:1] if precision != "float32" else base.modules
-        head = ([identifying_module(mmap, identifier, _aliases(mmap.routes),
-                                    model.unseen_route(),
-                                    "mean" if precision != "float32" else "")]
-                if identifier is not None else meaning_modules(mmap))
-        st_model = st.SentenceTransformer(
-            modules=[*body, *head], device="cpu", prompts=prompts,
-            default_prompt_name=default_prompt)
+        st_model = _st_model(st, model, mmap, base, identifier, precision)
         folder = work / "model"
         st_model.save(str(folder), create_model_card=False)
         record_precision(folder, precision)
@@ -149,6 +141,19 @@ def export_model(model_dir: str | os.PathLike, out_dir: str | os.PathLike, *,
     logger.info("exported %s (%s) to %s", model.name, model_dir, out_dir)
     return ExportResult(out_dir, model.name, mmap.by_language, sorted(mmap.routes),
                         mmap.out_dim, identifier is not None)
+
+
+def _st_model(st, model, mmap, base, identifier, precision: str):
+    """The export's modules: the base (its transformer alone where the head pools in
+    ``precision``), then the routed head with the identifier, or the plain meaning part."""
+    prompts, default_prompt = export_prompts(base.prefix)
+    pooled_by_head = precision != "float32"
+    body = base.modules[:1] if pooled_by_head else base.modules
+    head = ([identifying_module(mmap, identifier, _aliases(mmap.routes), model.unseen_route(),
+                                "mean" if pooled_by_head else "")]
+            if identifier is not None else meaning_modules(mmap))
+    return st.SentenceTransformer(modules=[*body, *head], device="cpu", prompts=prompts,
+                                  default_prompt_name=default_prompt)
 
 
 def export_precision(base, routed: bool) -> str:

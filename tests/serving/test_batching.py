@@ -79,5 +79,5 @@ def test_a_request_larger_than_the_batch_goes_alone_and_the_others_follow():
 
 
 def test_bad_settings_are_refused():
-    with pytest.raises(ValueError, match="max_batch must be >= 1"):
+    with pytest.raises(ValueError, match="max_batch and max_batch_tokens must be >= 1"):
         MicroBatcher(ENC.encode, max_batch=0)

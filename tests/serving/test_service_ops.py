@@ -8,6 +8,7 @@ import json
 import logging
 import os
 import stat
+import time
 
 import numpy as np
 import pytest
@@ -230,6 +231,12 @@ def test_access_log_is_one_json_line_per_request(server, caplog):
     url, _ = server
     with caplog.at_level(logging.INFO, logger="disembed.serving.access"):
         httpx.post(url + "/v1/embeddings", json={"input": ["a", "b", "c"]})
+        # the line is written once the response has gone out, so the client can read the
+        # response a moment before the server thread logs it: wait for it (2 s at most)
+        deadline = time.monotonic() + 2.0
+        while time.monotonic() < deadline and not any(
+                r.name == "disembed.serving.access" for r in caplog.records):
+            time.sleep(0.01)
     lines = [json.loads(r.getMessage()) for r in caplog.records
              if r.name == "disembed.serving.access"]
     assert lines and lines[-1]["path"] == "/v1/embeddings" and lines[-1]["status"] == 200

@@ -30,7 +30,7 @@ from disembed.util.files import atomic_write_text
 
 logger = logging.getLogger("basins")
 
-TEST_OPTIONS = EvalOptions(max_items=None, tatoeba_languages="tatoeba-14")
+TEST_OPTIONS = EvalOptions(max_items=None, task_options={"tatoeba": {"languages": "tatoeba-14"}})
 MAIN = ("tatoeba", "sts17", "wmt20-qe")
 
 

@@ -22,7 +22,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import Study, history_summary, load_json, save_json, setup_logging  # noqa: E402
+from common import history_summary, open_study, save_json  # noqa: E402
 from seeds import heldout_retrieval, seed_list  # noqa: E402
 
 from disembed.methods import make_method  # noqa: E402
@@ -88,12 +88,7 @@ def main() -> None:
     ap.add_argument("--eps", type=float, default=0.05)
     ap.add_argument("--out", required=True, type=Path)
     args = ap.parse_args()
-    setup_logging()
-    study = Study()
-    data, held = study.data(args.pairs_per_language, args.holdout)
-    results = load_json(args.out)
-    results.setdefault("config", {"pairs": len(data), "digest": data.digest,
-                                  "holdout": args.holdout, "eps": args.eps})
+    study, data, held, results = open_study(args, eps=args.eps)
     runs = results.setdefault("runs", {})
     for seed in seed_list(args.seeds):
         if str(seed) in runs:

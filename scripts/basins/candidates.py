@@ -36,13 +36,11 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import (  # noqa: E402
-    Study,
     fmt,
     history_summary,
-    load_json,
     main_scores,
-    save_json,
-    setup_logging,  # noqa: E402
+    open_study,
+    save_json,  # noqa: E402
 )
 from seeds import seed_list, validation  # noqa: E402
 
@@ -234,12 +232,7 @@ def main() -> None:
     ap.add_argument("--heads", type=Path, default=None,
                     help="where the fits' heads are saved and read (default: --out as .npz)")
     args = ap.parse_args()
-    setup_logging()
-    study = Study()
-    data, held = study.data(args.pairs_per_language, args.holdout)
-    results = load_json(args.out)
-    results.setdefault("config", {"pairs": len(data), "digest": data.digest,
-                                  "holdout": args.holdout})
+    study, data, held, results = open_study(args)
     cands = results.setdefault("candidates", {})
     seeds = seed_list(args.seeds)
     fits = Fits(data, heads_file=args.heads or args.out.with_suffix(".npz"))

@@ -170,6 +170,20 @@ def save_json(path: Path, data: dict) -> None:
     atomic_write_text(path, json.dumps(data, indent=1, sort_keys=True, default=float) + "\n")
 
 
+def open_study(args, **config) -> tuple["Study", Any, Any, dict]:
+    """The start every study script shares: logging, the in-memory study, its training data
+    (``args.pairs_per_language``, ``args.holdout`` held out), and the results file
+    ``args.out`` read back (resumable) with its ``config`` set on first use: the pairs, their
+    digest, the hold-out and ``config``. ``(study, data, held, results)``."""
+    setup_logging()
+    study = Study()
+    data, held = study.data(args.pairs_per_language, args.holdout)
+    results = load_json(args.out)
+    results.setdefault("config", {"pairs": len(data), "digest": data.digest,
+                                  "holdout": args.holdout, **config})
+    return study, data, held, results
+
+
 def setup_logging(verbose: bool = False) -> None:
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING,
                         format="%(asctime)s %(name)s: %(message)s")

@@ -21,13 +21,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import (  # noqa: E402
-    Study,
     fmt,
     history_summary,
-    load_json,
     main_scores,
-    save_json,
-    setup_logging,  # noqa: E402
+    open_study,
+    save_json,  # noqa: E402
 )
 from seeds import seed_list, validation  # noqa: E402
 
@@ -113,12 +111,7 @@ def main() -> None:
     ap.add_argument("--no-test", action="store_true")
     ap.add_argument("--out", required=True, type=Path)
     args = ap.parse_args()
-    setup_logging()
-    study = Study()
-    data, held = study.data(args.pairs_per_language, args.holdout)
-    results = load_json(args.out)
-    results.setdefault("config", {"pairs": len(data), "digest": data.digest,
-                                  "holdout": args.holdout, "method": args.method})
+    study, data, held, results = open_study(args, method=args.method)
     out = results.setdefault("variants", {})
     for spec in args.variants:
         name, params, patches = parse(spec)

@@ -386,11 +386,15 @@ def holm(p_values: Sequence[float]) -> np.ndarray:
 
 
 def compare_seeds(a: Sequence, b: Sequence, *, view: str = "meaning",
-                  n_resamples: int = 2000, seed: int = 0) -> SeedTest:
+                  n_resamples: int = 2000, seed: int = 0, view_b: str | None = None
+                  ) -> SeedTest:
     """:func:`seed_bootstrap` of two recipes on one task; ``a``, ``b``: ``TaskScores`` of the
-    same task on the same items, one per training seed, with ``per_item``."""
+    same task on the same items, one per training seed, with ``per_item``. ``view_b``: the
+    view read from ``b`` where it differs from ``a``'s (default ``view``), e.g. a recipe's
+    untagged view against the gold-tag view of one that uses no language (its output is
+    the same with or without a tag)."""
     items_a = [task_items(s, view) for s in a]
-    items_b = [task_items(s, view) for s in b]
+    items_b = [task_items(s, view_b or view) for s in b]
     shapes = {x[0].shape for x in items_a + items_b}
     if len(shapes) != 1:
         raise ShapeError(f"{a[0].task} [{view}]: the runs cover different items ({shapes}); "

@@ -34,6 +34,7 @@ from .steps import (
     fit_method,
     load_pairs,
     open_encoder,
+    uses_language,
 )
 from .validation import qe_dev_validator
 
@@ -50,11 +51,15 @@ class RunHooks:
             after every epoch (e.g. the geometry recorder of ``analyse``); may return ``None``.
         extra_tasks: task instances evaluated after the spec's tasks (e.g. code-switching).
         measure: ``(model, encoder, scores) -> dict`` stored as the result's measurements.
+        required_views: views a finished run of a recipe that uses a language must have on
+            every task to be reused (e.g. ``untagged``, which runs saved before it existed
+            lack); one without them is evaluated again with its saved model, not refitted.
     """
 
     epoch_callback: Callable[[Disentangler, Encoder], Callable[[dict], None] | None] | None = None
     extra_tasks: Sequence[Task] = ()
     measure: Callable[[Disentangler, Encoder, list[TaskScores]], dict] | None = None
+    required_views: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -114,7 +119,7 @@ def _run(spec: RunSpec, workspace: Workspace, outputs: RunOutputs, encoder: Enco
     fitted_before = None
     if outputs.run_dir is not None and not workspace.force:
         previous = finished_run(spec, outputs.run_dir, encoder, workspace)
-        if previous is not None:
+        if previous is not None and not _lacks_views(previous, hooks.required_views):
             return previous
         fitted_before = _fitted_before(spec, tasks, outputs, encoder, workspace, saved)
     stats_before = _encode_seconds(encoder)
@@ -161,6 +166,18 @@ def finished_run(spec: RunSpec, run_dir: str | Path, encoder: Encoder,
         return None
     logger.info("%s: reusing finished run %s", previous.label, Path(run_dir) / RESULT_FILE)
     return previous
+
+
+def _lacks_views(result: RunResult, views: Sequence[str]) -> bool:
+    """Whether a finished run of a recipe that uses a language lacks one of ``views`` on a
+    task (it was saved before that view existed): it is evaluated again."""
+    if not views or not uses_language(result.method, result.params):
+        return False
+    missing = sorted({v for s in result.scores for v in views if v not in s.views()})
+    if missing:
+        logger.info("%s: its finished run has no %s scores (saved by an older disembed); "
+                    "evaluating its model again", result.label, ", ".join(missing))
+    return bool(missing)
 
 
 def _fitted_before(spec: RunSpec, tasks: Sequence[str], outputs: RunOutputs, encoder: Encoder,

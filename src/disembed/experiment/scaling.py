@@ -36,9 +36,9 @@ from ..reports.scaling_report import write_scaling
 from ..results import ExperimentResult, RunResult
 from ..util.folders import mark_folder
 from ..util.text import slug
-from .run import RunOutputs, finished_run, run
+from .run import RunHooks, RunOutputs, finished_run, run
 from .spec import DEFAULT_TRAIN_LANGUAGES, RunSpec, TrainingData, Workspace
-from .steps import UNTAGGED_VIEW, open_encoder
+from .steps import UNTAGGED_VIEW, open_encoder, uses_language
 from .tasks import check_task_options
 
 logger = logging.getLogger(__name__)
@@ -151,7 +151,7 @@ def run_scaling(config: ScalingConfig) -> ExperimentResult:
             found = (finished_run(point.spec, point.folder, encoder, workspace)
                      if config.finished_only else
                      run(point.spec, workspace, outputs=RunOutputs(run_dir=point.folder),
-                         encoder=encoder))
+                         encoder=encoder, hooks=RunHooks(required_views=(UNTAGGED_VIEW,))))
             if found is None:
                 missing.append(f"{point.method} at {point.size} pairs/lang, seed "
                                f"{point.spec.seed}")
@@ -175,14 +175,14 @@ def run_metrics(result: RunResult, training_languages: set[str]) -> dict[str, fl
 
     The no-tag numbers (view ``untagged``: the model identifies each sentence's language
     from its embedding) are the gold-tag ones for a recipe that uses no language (it has no
-    ``untagged`` view: tag or not, its output is the same).
+    ``untagged`` view: tag or not, its output is the same); ``nan`` for a run of a recipe
+    that uses one but was saved before the untagged view existed.
     """
     by_task = {s.task: s for s in result.scores}
     out = {}
     for name, task, view, subset in METRICS:
         s = by_task.get(task)
-        if s is not None and view == UNTAGGED_VIEW and view not in s.views():
-            view = "meaning"
+        view = compared_view(result, view)
         if s is None or view not in s.views():
             out[name] = float("nan")
         elif subset in ("seen", "unseen"):
@@ -227,10 +227,33 @@ def _group(entries: list[tuple[Point, RunResult]], size: str, method: str) -> li
     return [r for p, r in entries if p.size == size and p.method == method]
 
 
+#: the views every method is compared on: the gold-tag meaning part, and the meaning part
+#: with no tag (the library's untagged meaning: the identifier's posterior mixture of the
+#: language routes)
+COMPARED_VIEWS = ("meaning", UNTAGGED_VIEW)
+
+
+def compared_view(result: RunResult, view: str) -> str:
+    """The per-item view that scores ``result``'s recipe on ``view``: a recipe that uses no
+    language has no untagged view (tag or not, its output is the same), so its gold-tag
+    one."""
+    if view == UNTAGGED_VIEW and not uses_language(result.method, result.params):
+        return "meaning"
+    return view
+
+
+def _has_items(scores: list[TaskScores], view: str) -> bool:
+    return bool(scores) and all(any(k[0] == view for k in s.per_item) for s in scores)
+
+
 def compare_to_reference(config: ScalingConfig, entries: list[tuple[Point, RunResult]]
                          ) -> list[dict]:
-    """Per size, task and method: the two-level (seeds, items) bootstrap of the mean over
-    seeds against the reference's, with Holm-adjusted p-values over every comparison."""
+    """Per size, method, view (gold tags, then no tag) and task: the two-level (seeds,
+    items) bootstrap of the mean over seeds against the reference's, untagged against
+    untagged, with Holm-adjusted p-values over every comparison of the study (both views).
+
+    A run saved before the untagged view existed has no untagged items: its untagged
+    comparison is left out (logged), never made against its gold-tag items."""
     out = []
     for size in dict.fromkeys(p.size for p, _ in entries):
         reference = _group(entries, size, config.reference)
@@ -238,14 +261,23 @@ def compare_to_reference(config: ScalingConfig, entries: list[tuple[Point, RunRe
             group = _group(entries, size, method)
             if method == config.reference or not group or not reference:
                 continue
-            for task in config.tasks:
-                a = [s for r in group for s in r.scores if s.task == task]
-                b = [s for r in reference for s in r.scores if s.task == task]
-                if not (a and b and all(s.per_item for s in a + b)):
-                    continue
-                test = compare_seeds(a, b, n_resamples=config.n_resamples)
-                out.append({"size": size, "task": task, "method": method,
-                            "reference": config.reference, **asdict(test)})
+            for view in COMPARED_VIEWS:
+                view_a, view_b = compared_view(group[0], view), compared_view(reference[0], view)
+                for task in config.tasks:
+                    a = [s for r in group for s in r.scores if s.task == task]
+                    b = [s for r in reference for s in r.scores if s.task == task]
+                    if not (_has_items(a, view_a) and _has_items(b, view_b)
+                            and len(a) == len(group) and len(b) == len(reference)):
+                        if a and b and view != "meaning":
+                            logger.info("%s vs %s at %s pairs/lang, %s [%s]: not compared "
+                                        "(a run has no per-item %s scores: it predates them; "
+                                        "rerun without --finished-only to evaluate it again)",
+                                        method, config.reference, size, task, view, view)
+                        continue
+                    test = compare_seeds(a, b, view=view_a, view_b=view_b,
+                                         n_resamples=config.n_resamples)
+                    out.append({"size": size, "task": task, "method": method, "view": view,
+                                "reference": config.reference, **asdict(test)})
     adjusted = holm([c["p_value"] for c in out])
     for c, p in zip(out, adjusted, strict=True):
         c["p_adjusted"] = float(p)
@@ -253,5 +285,5 @@ def compare_to_reference(config: ScalingConfig, entries: list[tuple[Point, RunRe
     return out
 
 
-__all__ = ["DEFAULT_SCALING_METHODS", "METRICS", "Point", "ScalingConfig",
-           "compare_to_reference", "run_metrics", "run_scaling", "summarise"]
+__all__ = ["COMPARED_VIEWS", "DEFAULT_SCALING_METHODS", "METRICS", "Point", "ScalingConfig",
+           "compare_to_reference", "compared_view", "run_metrics", "run_scaling", "summarise"]

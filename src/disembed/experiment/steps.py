@@ -27,7 +27,7 @@ from ..encoders.cached import cached
 from ..encoders.truncated import TruncatedEncoder
 from ..evaluation import DEFAULT_TASKS, EvalOptions, Task, TaskScores
 from ..exceptions import ConfigError
-from ..methods import Disentangler, make_method
+from ..methods import Disentangler, make_method, method_class
 from ..saved_model import ModelMetadata
 from .spec import RunSpec, TrainingData, Workspace
 from .tasks import build_tasks, kept_out_sets
@@ -90,6 +90,15 @@ def embed_pairs(encoder: Encoder, pairs: ParallelPairs, *, batch_size: int = 64
 
 #: the view that scores the meaning part with no language tag (the model identifies it)
 UNTAGGED_VIEW = "untagged"
+
+
+def uses_language(method: str, params: Mapping[str, Any] | None = None) -> bool:
+    """Whether ``method`` with ``params`` uses a language (so it has an untagged view); a
+    trained recipe decides by its settings (``seed`` no, ``seed-centered`` yes)."""
+    flag = method_class(method).uses_language
+    if isinstance(flag, bool):
+        return flag
+    return bool(make_method(method, **dict(params or {})).uses_language)
 
 
 def with_untagged(model: Disentangler) -> Callable[[np.ndarray, str], dict[str, np.ndarray]]:
@@ -164,4 +173,4 @@ def evaluate(model: Disentangler, encoder: Encoder,
 
 
 __all__ = ["embed_pairs", "evaluate", "fit_method", "load_pairs", "load_training_set",
-           "open_encoder"]
+           "open_encoder", "uses_language"]

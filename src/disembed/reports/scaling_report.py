@@ -33,6 +33,8 @@ COLUMNS = (("tatoeba", "Tatoeba ({tatoeba}) acc (meaning, gold tags)", True),
 PLOTTED = (("tatoeba", "Tatoeba ({tatoeba})"), ("sts17", "STS17 cross-lingual"),
            ("wmt20-qe", "WMT20 QE"))
 ALPHA = 0.05
+#: how the comparison table names each compared view
+TAGS = {"meaning": "gold", "untagged": "none"}
 
 
 def _titled(title: str, config: dict) -> str:
@@ -92,7 +94,11 @@ def _comparisons(result: ExperimentResult) -> list[str]:
     correction = {"holm": "Holm"}.get(first.get("correction", ""), "no")
     lines = [f"## Each method against {ref}", "",
              "Per-seed main scores of each method, their mean, and Δ = (mean over seeds) - "
-             f"({ref}'s mean), x100. 95% interval: two-level paired bootstrap that resamples "
+             f"({ref}'s mean), x100, with gold language tags and with none (the model's "
+             "untagged meaning: its language identifier's posterior mixture of the language "
+             "routes; compared with the reference's untagged scores; a recipe that uses no "
+             "language scores the same either way). 95% interval: two-level paired bootstrap "
+             "that resamples "
              "each method's seeds with replacement and then the test items (the same items "
              f"for both). p: two-sided bootstrap p-value; p ({correction}): {correction}-"
              f"corrected over all {len(result.comparisons)} comparisons of this report "
@@ -100,14 +106,16 @@ def _comparisons(result: ExperimentResult) -> list[str]:
              "correction. Extra, not the recipe's score: Δ ens., the difference of the seed "
              "ensembles (per-item scores averaged over the seeds, i.e. an ensemble of the "
              "seeds' models), whose interval would ignore seed variance.", "",
-             f"| pairs/lang | task | method | per seed | mean | {ref} | Δ | 95% CI (seeds+items) "
-             f"| p | p ({correction}) | Δ ens. (extra) |",
-             "|---|---|---|---|---:|---:|---:|---|---:|---:|---:|"]
+             f"| pairs/lang | task | tags | method | per seed | mean | {ref} | Δ | 95% CI "
+             f"(seeds+items) | p | p ({correction}) | Δ ens. (extra) |",
+             "|---|---|---|---|---|---:|---:|---:|---|---:|---:|---:|"]
     for c in result.comparisons:
         padj = _num(c.get("p_adjusted"))
         sig = not math.isnan(padj) and padj < ALPHA
         delta = f"{100 * c['delta']:+.2f}"
-        lines.append(f"| {c['size']} | {c['task']} | {c['method']} | {_seeds(c['per_seed_a'])} | "
+        tags = TAGS.get(c.get("view", "meaning"), c.get("view"))  # older: gold tags only
+        lines.append(f"| {c['size']} | {c['task']} | {tags} | {c['method']} | "
+                     f"{_seeds(c['per_seed_a'])} | "
                      f"{100 * c['mean_a']:.1f} | {100 * c['mean_b']:.1f} | "
                      f"{f'**{delta}**' if sig else delta} | "
                      f"[{100 * c['ci_low']:+.2f}, {100 * c['ci_high']:+.2f}] | "

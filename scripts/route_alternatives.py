@@ -30,6 +30,7 @@ job's model: the lowest cosine between ``m(x)`` and ``m(x + d)``, ``|d| = 0.01 |
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import logging
 import sys
@@ -43,6 +44,7 @@ import measure_soft_routing as msr  # noqa: E402
 from disembed.encoders import load_encoder  # noqa: E402
 from disembed.encoders.cached import cached  # noqa: E402
 from disembed.experiment import TrainingData  # noqa: E402
+from disembed.experiment.params import build_method  # noqa: E402
 from disembed.experiment.steps import embed_pairs, load_training_set  # noqa: E402
 from disembed.methods import make_method  # noqa: E402
 from disembed.methods.language_id import LanguageIdentifier, _unit  # noqa: E402
@@ -113,14 +115,20 @@ def _fit_balanced(Z, y, n_classes, l2):
     return W.detach().numpy(), b.detach().numpy()
 
 
-def variant_model(src, tgt, src_lang, tgt_lang, setting: dict[str, float]):
-    """Mean-centering on the pairs with the setting's identifier."""
-    model = make_method("mean-centering").fit(src, tgt, src_lang, tgt_lang)
+def variant_identifier(src, tgt, src_lang, tgt_lang, setting: dict[str, float]) -> Variant:
+    """The setting's identifier, fitted on both sides of the pairs."""
     lid = Variant(l2=setting.get("l2", 1e-4), route_temperature=setting.get("T", 1.0))
     lid.cut, lid.top2 = setting.get("cut", 0.0), setting.get("top2", 0.0)
     lid.balanced = bool(setting.get("balanced", 0))
-    model.language_id_ = lid.fit(np.concatenate([src, tgt]),
-                                 np.concatenate([np.asarray(src_lang), np.asarray(tgt_lang)]))
+    return lid.fit(np.concatenate([src, tgt]),
+                   np.concatenate([np.asarray(src_lang), np.asarray(tgt_lang)]))
+
+
+def variant_model(src, tgt, src_lang, tgt_lang, setting: dict[str, float], base=None):
+    """``base`` (default: mean-centering fitted on the pairs) with the setting's identifier."""
+    model = copy.deepcopy(base) if base is not None else \
+        make_method("mean-centering").fit(src, tgt, src_lang, tgt_lang)
+    model.language_id_ = variant_identifier(src, tgt, src_lang, tgt_lang, setting)
     return model
 
 
@@ -149,16 +157,29 @@ def mean_distances(model) -> dict[str, float]:
             for i, a in enumerate(langs) for j, b in enumerate(langs) if i < j}
 
 
-def validation(enc, settings: list[str]) -> dict:
+def validation(enc, settings: list[str], recipe: str = "mean-centering",
+               seeds: tuple[int, ...] = (0,)) -> dict:
+    """``{setting: scores}`` (mean-centering), or ``{"seed S": {setting: scores}}`` for
+    ``recipe="seed-centered"`` (lr 3e-3 from 0.9 x identity, the tables above) per seed."""
     built = load_training_set(TrainingData(holdout_per_language=300), msr.TASKS)
     src, tgt = embed_pairs(enc, built.pairs)
     H, qe = embed_pairs(enc, built.heldout), msr.qe_dev(enc)
+    pairs = (src, tgt, built.pairs.src_lang, built.pairs.tgt_lang)
+    if recipe == "mean-centering":
+        return _validation_rows(None, pairs, built, H, qe, settings)
+    params = {"lr": 3e-3, "init_scale": 0.9}
+    return {f"seed {seed}": _validation_rows(build_method(recipe, params, seed=seed).fit(*pairs),
+                                             pairs, built, H, qe, settings)
+            for seed in seeds}
+
+
+def _validation_rows(base, pairs, built, H, qe, settings: list[str]) -> dict:
     out = {}
     for text in settings:
-        model = variant_model(src, tgt, built.pairs.src_lang, built.pairs.tgt_lang,
-                              parse(text))
+        model = variant_model(*pairs, parse(text), base)
         out[text] = msr.scores(model, built.heldout, H, qe, "none")
-        out[text]["mean_distances"] = mean_distances(model)
+        if hasattr(model, "means_"):
+            out[text]["mean_distances"] = mean_distances(model)
         gold = np.concatenate([built.heldout.src_lang, built.heldout.tgt_lang])
         said = model.language_id_.predict(np.concatenate(H)).nearest
         out[text]["identifier_heldout_accuracy"] = {
@@ -198,13 +219,19 @@ def main() -> None:
     ap.add_argument("--part", choices=("validation", "continuity"), required=True)
     ap.add_argument("--settings", required=True, help="';'-separated settings")
     ap.add_argument("--out", default="runs/route-alternatives")
+    ap.add_argument("--recipe", choices=("mean-centering", "seed-centered"),
+                    default="mean-centering", help="validation: the recipe")
+    ap.add_argument("--seeds", default="0,1,2", help="validation, seed-centered: seeds")
     args = ap.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s",
                         datefmt="%H:%M:%S")
     settings = [s for s in args.settings.split(";") if s]
     bf16 = cached(load_encoder("e5-small-torch", dtype="bfloat16"))
     if args.part == "validation":
-        report = validation(bf16, settings)
+        report = validation(bf16, settings, args.recipe,
+                            tuple(int(x) for x in args.seeds.split(",")))
+        if args.recipe != "mean-centering":
+            report = {f"{seed}: {k}": v for seed, rows in report.items() for k, v in rows.items()}
         pairs = msr.PAIRS6
         accs = ("ne", "si", "all")
         lines = ["| setting | held-out retrieval | QE dev | " + " | ".join(pairs)
@@ -222,7 +249,7 @@ def main() -> None:
         lines += [f"| {k} | " + " | ".join(f"{v[p]['min']:.5f} ({v[p]['rows_below_0.999']})"
                                             for p in ("random", "worst", "bf16_vs_fp32"))
                   + " |" for k, v in report.items()]
-    if args.part == "validation":
+    if args.part == "validation" and "mean_distances" in next(iter(report.values())):
         dist = next(iter(report.values()))["mean_distances"]
         v = np.array(list(dist.values()))
         lines.append(f"\n|mu_a - mu_b| over {len(v)} language pairs: min {v.min():.3f} "
@@ -231,7 +258,8 @@ def main() -> None:
                      "second smallest " + f"{np.sort(v)[1]:.3f}")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    path = out / f"{args.part}.json"
+    path = out / (f"{args.part}.json" if args.recipe == "mean-centering"
+                  else f"{args.part}-{args.recipe}.json")
     old = json.loads(path.read_text()) if path.exists() else {}
     path.write_text(json.dumps({**old, **report}, indent=2))
     print("\n".join(lines))

@@ -105,17 +105,18 @@ def start_server(args, port: int) -> subprocess.Popen:
 
 
 async def level(url: str, clients: int, pool: list[str], args, phase: str = "cold",
-                k: int = 1) -> dict:
+                k: int = 1, requests: int | None = None) -> dict:
     """Closed-loop load with ``clients`` concurrent clients sending ``k`` texts a request;
-    bounded in requests and time."""
+    bounded in requests (``requests``, default ``--requests``) and time."""
     latencies: list[float] = []
     errors = refused = 0
     sent = 0
     stop_at = time.monotonic() + args.seconds
+    limit = requests or args.requests
 
     async def client(cid: int, http: httpx.AsyncClient) -> None:
         nonlocal errors, refused, sent
-        while sent < args.requests and time.monotonic() < stop_at:
+        while sent < limit and time.monotonic() < stop_at:
             i = sent
             sent += 1
             texts = [pool[(i * k + j) % len(pool)] for j in range(k)]  # no repeats in a phase
@@ -206,7 +207,7 @@ def main() -> int:
     proc = start_server(args, port)
     try:
         url = f"http://127.0.0.1:{port}"
-        asyncio.run(level(url, 1, pool[-50:], args, "warm-up"))
+        asyncio.run(level(url, 1, pool[-50:], args, "warm-up", requests=50))
         rows = run_levels(url, pool[:-50], args)
         info = httpx.get(url + "/info", timeout=10).json()
     finally:

@@ -176,12 +176,25 @@ class EmbeddingStore:
 
     def put(self, texts: Sequence[str], embeddings: np.ndarray) -> None:
         """Store one batch as a new shard (atomic). ``embeddings`` is ``(len(texts), dim)``."""
+        written = self.write_shard(texts, embeddings)
+        if written is not None:
+            self.add_shard(*written)
+
+    def add_shard(self, shard: _Shard, keys: np.ndarray) -> None:
+        """Make a shard from :meth:`write_shard` readable (the only step that changes the
+        index: a writer that does the file work on another thread takes its lock here)."""
+        self._add(shard, keys)
+
+    def write_shard(self, texts: Sequence[str], embeddings: np.ndarray
+                    ) -> tuple[_Shard, np.ndarray] | None:
+        """Write one batch as a new shard file (atomic, fsynced) without touching the index:
+        ``(shard, keys)`` for :meth:`add_shard`, or ``None`` for no texts."""
         embeddings = np.asarray(embeddings)
         if embeddings.shape != (len(texts), self.identity.dim):
             raise ConfigError(f"put: embeddings have shape {embeddings.shape}, expected "
                               f"({len(texts)}, {self.identity.dim})")
         if not len(texts):
-            return
+            return None
         keys = np.array([text_key(t) for t in texts], dtype=f"V{KEY_BYTES}")
         body = keys.tobytes() + np.ascontiguousarray(embeddings, dtype=self.dtype).tobytes()
         header = json.dumps({"n": len(texts), "dim": self.identity.dim, "dtype": self.dtype,
@@ -190,7 +203,12 @@ class EmbeddingStore:
         path = self.dir / f"shard-{uuid.uuid4().hex}.emb"
         atomic_write_bytes(path, [_HEADER.pack(_MAGIC, len(header)), header, pad, body])
         offset = _aligned(_HEADER.size + len(header))
-        self._add(_Shard(path, len(texts), self.identity.dim, self.dtype, offset), keys)
+        return _Shard(path, len(texts), self.identity.dim, self.dtype, offset), keys
+
+    def stored(self, embeddings: np.ndarray) -> np.ndarray:
+        """``embeddings`` as :meth:`get` will return them once stored (float32 through the
+        store's dtype: float16 rounds)."""
+        return np.asarray(embeddings, dtype=self.dtype).astype(np.float32)
 
     def get(self, texts: Sequence[str], out: np.ndarray | None = None) -> np.ndarray:
         """Embeddings of ``texts`` as ``(n, dim) float32`` (or written into ``out``).

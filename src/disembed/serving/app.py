@@ -311,6 +311,9 @@ def create_app(service: EmbeddingService, *, limits: Limits | None = None,
         await batcher.start()
         yield
         await batcher.stop()
+        close = getattr(service.encoder, "close", None)  # the cache writes what it kept
+        if close is not None:
+            await asyncio.get_running_loop().run_in_executor(None, close)
 
     app = fastapi.FastAPI(title="disembed", version=__version__, lifespan=lifespan,
                           description="Language-agnostic meaning embeddings "

@@ -6,7 +6,7 @@ import logging
 import os
 
 from ..encoders import Encoder, load_encoder
-from ..encoders.cached import cached
+from ..encoders.write_behind import WriteBehindEncoder
 from ..exceptions import ConfigError
 from ..methods import Disentangler, identity_method
 from ..saved_model import SavedModel
@@ -27,7 +27,8 @@ def load_service(model_dir: str | os.PathLike | None = None, encoder_spec: str |
     else:
         encoder = load_encoder(encoder_spec, **dict(encoder_options or {}))
         model = identity_method()
-    served: Encoder = cached(encoder, cache_dir) if use_cache else encoder
+    # the cache writes behind the requests: no micro-batch waits for a shard's fsync
+    served: Encoder = WriteBehindEncoder(encoder, cache_dir) if use_cache else encoder
     label = str(model_dir) if model_dir is not None else str(encoder_spec)
     logger.info("serving %s on %s", model.name, served.name)
     return EmbeddingService(served, model, label=label)

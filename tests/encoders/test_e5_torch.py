@@ -242,3 +242,30 @@ def test_progress_moves_per_batch_in_sentences(encoder):
     with reporting_to(bar):
         encoder.encode(texts, batch_size=4)
     assert len(bar.steps) >= 3 and sum(bar.steps) == pytest.approx(len(texts))
+
+
+def test_packed_layers_give_each_text_the_vector_it_has_alone():
+    """The matmuls run on the token rows only (issue 35: a service's small batches of mixed
+    lengths paid for padding): each text's hidden states equal those of the padded
+    computation and of the text alone, and padded rows are zero."""
+    import torch
+
+    from disembed.encoders.e5_model import E5Model
+
+    torch.manual_seed(0)
+    model = E5Model(vocab=50, hidden=16, layers=2, heads=2, ffn=32, max_positions=20,
+                    eps=1e-5).eval()
+    lengths = [7, 3, 5, 1]
+    ids = torch.randint(3, 50, (4, 7))
+    mask = torch.arange(7)[None, :] < torch.tensor(lengths)[:, None]
+    with torch.inference_mode():
+        packed = model.hidden_states(ids, mask)
+        x = model.embeddings(ids)  # the padded computation, every row through every matmul
+        bias = torch.zeros(mask.shape).masked_fill_(~mask, float("-inf"))[:, None, None, :]
+        for layer in model.layers:
+            x = layer(x, bias)
+        for i, n in enumerate(lengths):
+            alone = model.hidden_states(ids[i : i + 1, :n], None)[0]
+            torch.testing.assert_close(packed[i, :n], x[i, :n], atol=1e-5, rtol=0)
+            torch.testing.assert_close(packed[i, :n], alone, atol=1e-5, rtol=0)
+            assert not packed[i, n:].any()

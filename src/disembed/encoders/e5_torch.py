@@ -7,8 +7,9 @@ embedding is the C engine's: mean over all tokens of ``<s> prefix+text </s>``
 (``<s>`` and ``</s>`` included), texts over 510 content tokens cut into windows
 whose means are averaged weighted by content length, then L2-normalised.
 
-Speed comes from dense float32 (or bfloat16) matmuls over length-sorted batches
-(padding only up to the longest text of each batch), a fused QKV projection and
+Speed comes from dense float32 (or bfloat16) matmuls over length-sorted batches, on the
+token rows alone (padding up to the longest text of each batch is seen by attention only:
+a service's small batches of mixed lengths pay for their tokens), a fused QKV projection and
 ``scaled_dot_product_attention``, all under ``torch.inference_mode``. The C
 engine also quantises activations to int8; this backend does not, so embeddings
 differ slightly (cosine ~0.999, see docs/fast_encoder.md).

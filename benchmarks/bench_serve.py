@@ -73,9 +73,19 @@ def offline_rate(args, texts: list[str]) -> float:
         encoder = load_encoder(args.encoder)
         run = lambda: encoder.encode(texts)  # noqa: E731
     encoder.encode(texts[:16])  # warm-up
-    t0 = time.perf_counter()
+    t0, cpu = time.perf_counter(), time.process_time()
     run()
+    args.library_cpu_ms = 1000 * (time.process_time() - cpu) / len(texts)
     return len(texts) / (time.perf_counter() - t0)
+
+
+def process_cpu(pid: int | None) -> float:
+    """CPU seconds (user + system, every thread) process ``pid`` has used; 0 off Linux."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def free_port() -> int:
@@ -171,9 +181,11 @@ async def level(url: str, clients: int, pool: list[str], args, phase: str = "col
         if args.client == "raw":
             posts = [await RawClient.open(url, "/v1/embeddings") for _ in range(clients)]
         before = (await http.get(url + "/info")).json()["batching"]
+        cpu0 = process_cpu(getattr(args, "server_pid", None)), time.process_time()
         t0 = time.perf_counter()
         await asyncio.gather(*(client(c, post) for c, post in enumerate(posts)))
         wall = time.perf_counter() - t0
+        cpu1 = process_cpu(getattr(args, "server_pid", None)), time.process_time()
         after = (await http.get(url + "/info")).json()["batching"]
         for post in posts:
             if isinstance(post, RawClient):
@@ -189,7 +201,11 @@ async def level(url: str, clients: int, pool: list[str], args, phase: str = "col
             "p99_ms": round(float(np.percentile(lat, 99)), 1),
             "requests_per_batch": round((after["requests"] - before["requests"]) / batches, 1),
             "requests_per_s": round(served / wall, 1),
-            "sentences_per_s": round(served * k / wall, 1)}
+            "sentences_per_s": round(served * k / wall, 1),
+            # CPU a request, of the server (all its threads) and of the clients: what the
+            # load takes of the machine, less sensitive to other work on it than time
+            "server_cpu_ms": round(1000 * (cpu1[0] - cpu0[0]) / max(len(lat), 1), 2),
+            "client_cpu_ms": round(1000 * (cpu1[1] - cpu0[1]) / max(len(lat), 1), 2)}
 
 
 def parse_args() -> argparse.Namespace:
@@ -252,6 +268,7 @@ def main() -> int:
     rates = [offline_rate(args, offline_texts[: args.offline])]
     port = free_port()
     proc = start_server(args, port)
+    args.server_pid = proc.pid
     try:
         url = f"http://127.0.0.1:{port}"
         asyncio.run(level(url, 1, pool[-50:], args, "warm-up", requests=50))
@@ -271,16 +288,18 @@ def main() -> int:
           f"{load_before[0]:.2f} before, {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} after; "
           f"server threads {info.get('threads')}")
     print(f"# library offline: {rates[0]:.1f} and {rates[1]:.1f} sentences/s before and after "
-          f"the server ran ({args.offline} new sentences each, no cache): mean {library:.1f}")
+          f"the server ran ({args.offline} new sentences each, no cache): mean {library:.1f}; "
+          f"{args.library_cpu_ms:.2f} ms of CPU a sentence (the second run)")
     print("| phase | clients | texts/request | requests | 429 | p50 ms | p99 ms | requests/s | "
-          "sentences/s | x library | requests per encoder call | load (1 min) |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+          "sentences/s | x library | requests per encoder call | server CPU ms/request | "
+          "client CPU ms/request | load (1 min) |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         r["over_library"] = round(r["sentences_per_s"] / library, 2)
         print(f"| {r['phase']} | {r['clients']} | {r['texts_per_request']} | {r['requests']} | "
               f"{r['refused_429']} | {r['p50_ms']} | {r['p99_ms']} | {r['requests_per_s']} | "
               f"{r['sentences_per_s']} | {r['over_library']} | {r['requests_per_batch']} | "
-              f"{r['load_1min']} |")
+              f"{r['server_cpu_ms']} | {r['client_cpu_ms']} | {r['load_1min']} |")
     print(f"# batching over the run: {info['batching']}")
     if args.out:
         Path(args.out).write_text(json.dumps({

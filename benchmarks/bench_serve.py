@@ -97,7 +97,8 @@ def free_port() -> int:
 def start_server(args, port: int) -> subprocess.Popen:
     cmd = [sys.executable, "-m", "disembed", "serve", "--host", "127.0.0.1", "--port", str(port),
            "--max-batch", str(args.max_batch), "--batch-window-ms", str(args.window_ms),
-           "--max-concurrent-requests", str(args.max_concurrent), "-q"]
+           "--max-concurrent-requests", str(args.max_concurrent),
+           "--encode-workers", str(args.encode_workers), "-q"]
     cmd += ["--model", args.model] if args.model else ["--encoder", args.encoder]
     if not args.cache:
         cmd.append("--no-cache")
@@ -227,6 +228,8 @@ def parse_args() -> argparse.Namespace:
     ap.add_argument("--max-batch", type=int, default=64)
     ap.add_argument("--window-ms", type=float, default=5.0)
     ap.add_argument("--max-concurrent", type=int, default=64)
+    ap.add_argument("--encode-workers", type=int, default=1,
+                    help="the server's --encode-workers (batches encoded at once)")
     ap.add_argument("--warm", action="store_true",
                     help="repeat every level with the same sentences (cache hits)")
     ap.add_argument("--no-cache", dest="cache", action="store_false",
@@ -281,7 +284,8 @@ def main() -> int:
     library = float(np.mean(rates))
     load = os.getloadavg()
     print(f"# disembed serve, {args.model or args.encoder}, view {args.view}, max batch "
-          f"{args.max_batch}, window {args.window_ms} ms, cache "
+          f"{args.max_batch}, window {args.window_ms} ms, {args.encode_workers} encode "
+          f"worker(s), cache "
           f"{'on (new folder)' if args.cache else 'off'}; encoder dtype {info.get('model_dtype')}")
     print(f"# {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, flags "
           f"{' '.join(cpu_flags()) or 'none of avx2/avx512_bf16/amx_bf16'}; load "

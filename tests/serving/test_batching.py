@@ -3,6 +3,7 @@ together, each distinct text once, and every request gets its own rows, in its o
 encoder error reaches every request of the batch."""
 
 import asyncio
+import threading
 
 import numpy as np
 import pytest
@@ -79,5 +80,27 @@ def test_a_request_larger_than_the_batch_goes_alone_and_the_others_follow():
 
 
 def test_bad_settings_are_refused():
-    with pytest.raises(ValueError, match="max_batch and max_batch_tokens must be >= 1"):
+    with pytest.raises(ValueError, match="max_batch, max_batch_tokens and workers must be >= 1"):
         MicroBatcher(ENC.encode, max_batch=0)
+    with pytest.raises(ValueError, match="workers must be >= 1"):
+        MicroBatcher(ENC.encode, workers=0)
+
+
+def test_two_workers_encode_two_batches_at_once_and_each_request_gets_its_rows():
+    """``workers=2``: a second batch starts while the first is still encoding (a barrier
+    both calls must reach: a single worker would time out on it), and every request still
+    gets its own rows; the counters add up over both threads."""
+    both_inside = threading.Barrier(2, timeout=5)
+    calls = []
+
+    def encode(texts):
+        calls.append(list(texts))
+        both_inside.wait()  # raises BrokenBarrierError unless two calls run at once
+        return ENC.encode(texts)
+
+    requests = [["a", "b"], ["c"], ["d", "e"], ["f"]]  # two batches of three texts
+    batcher = MicroBatcher(encode, max_batch=3, window=0.2, workers=2)
+    got = run_concurrently(batcher, requests)
+    for texts, rows in zip(requests, got, strict=True):
+        np.testing.assert_array_equal(rows, ENC.encode(texts))
+    assert len(calls) == 2 and batcher.stats.batches == 2 and batcher.stats.requests == 4

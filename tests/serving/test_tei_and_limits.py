@@ -172,3 +172,19 @@ def test_a_batch_stays_within_its_token_budget(serve):
     info = httpx.get(url + "/info", timeout=30).json()["batching"]
     assert info["largest_batch_tokens"] <= 8  # two 6-word requests never share a batch
     assert service.counter.calls >= 6
+
+
+def test_two_encode_workers_give_every_request_the_vectors_of_one(serve):
+    """``encode_workers=2`` (two batches encoding at once): 24 concurrent requests get the
+    same vectors as the library's meaning of each text alone."""
+    (url, service) = serve(delay=0.02, encode_workers=2, max_batch=4)
+    texts = [f"w{i} w{i + 1} w{i + 2}" for i in range(24)]
+    with ThreadPoolExecutor(8) as pool:
+        got = list(pool.map(lambda t: httpx.post(f"{url}/v1/embeddings", json={
+            "input": [t], "model": "mc", "language": "de"}, timeout=30).json(), texts))
+    want = service.model.meaning(service.encoder.encode(texts), "de")
+    want /= np.linalg.norm(want, axis=1, keepdims=True)
+    for row, expected in zip(got, want, strict=True):
+        vec = np.asarray(row["data"][0]["embedding"])
+        np.testing.assert_allclose(vec / np.linalg.norm(vec), expected, atol=1e-6)
+    assert httpx.get(f"{url}/info", timeout=10).json()["encode_workers"] == 2

@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import os
 
+from ..hardware import configure_threads, physical_cores
 from ..serving.app import (
     API_KEY_ENV,
     ServeOptions,
@@ -78,6 +79,10 @@ def add_parser(verbs) -> None:
                    help="most texts per encoder call (default 64)")
     p.add_argument("--batch-window-ms", type=window_ms, default=5.0,
                    help="how long to gather concurrent requests into one batch (default 5)")
+    p.add_argument("--encode-workers", type=positive_int, default=1,
+                   help="batches encoded at once, each on its own thread with cores/N torch "
+                        "threads: more texts a second from many small requests where one "
+                        "call's threads scale poorly (default 1)")
     p.add_argument("--max-inputs", type=positive_int, default=256,
                    help="texts or pairs per request (default 256)")
     p.add_argument("--max-concurrent-requests", type=positive_int, default=64,
@@ -126,7 +131,10 @@ def handle(args: argparse.Namespace) -> int:
                            max_concurrent_requests=args.max_concurrent_requests,
                            max_batch_tokens=args.max_batch_tokens,
                            max_input_tokens=args.max_input_tokens,
-                           auto_truncate=args.auto_truncate)
+                           auto_truncate=args.auto_truncate,
+                           encode_workers=args.encode_workers)
+    if args.encode_workers > 1:  # each worker's calls get their share of the cores
+        configure_threads(max(1, physical_cores() // args.encode_workers))
     app = create_app(service, limits=limits, options=options)
     run_server(app, args.host, args.port, "warning" if args.quiet else "info", sock=sock)
     return 0

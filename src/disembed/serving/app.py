@@ -88,6 +88,7 @@ class ServeOptions:
     max_batch_tokens: int = 16384
     max_input_tokens: int | None = None
     auto_truncate: bool = False
+    encode_workers: int = 1  # batches encoded at once (MicroBatcher's workers)
 
 
 def _error(status: int, message: str, param: str | None = None, headers=None,
@@ -276,6 +277,7 @@ def service_info(service: EmbeddingService, limits: Limits, options: ServeOption
             "dim": service.encoder.dim, "views": service.views,
             "needs_language": service.needs_language, "limits": asdict(limits),
             "max_batch": options.max_batch, "batch_window_ms": 1000 * options.batch_window,
+            "encode_workers": options.encode_workers,
             "auth": bool(options.api_key), "cors_origins": list(options.cors_origins),
             "version": __version__, "started": started,
             # text-embeddings-inference's names for its limits
@@ -302,7 +304,8 @@ def create_app(service: EmbeddingService, *, limits: Limits | None = None,
     metrics = ServiceMetrics(_gauges(service))
     batcher = MicroBatcher(service.encode, max_batch=options.max_batch,
                            window=options.batch_window, on_batch=metrics.batch,
-                           max_batch_tokens=options.max_batch_tokens)
+                           max_batch_tokens=options.max_batch_tokens,
+                           workers=options.encode_workers)
     counter = TokenCounter(service.encoder, options.max_input_tokens)
     admission = Admission(options.max_concurrent_requests)
 

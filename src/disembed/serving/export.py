@@ -43,6 +43,7 @@ from .model_card import model_card, read_scores
 from .st_pipeline import (
     REMOTE_MODULE_FILE,
     REMOTE_MODULE_REF,
+    REMOTE_TRANSFORMER_REF,
     base_pipeline,
     identifying_module,
     meaning_modules,
@@ -218,12 +219,16 @@ def _aliases(routes) -> dict[str, str]:
 
 
 def _ship_module(folder: Path) -> None:
-    """Copy :mod:`.exported_module` into ``folder`` and point ``modules.json`` at it."""
+    """Copy :mod:`.exported_module` into ``folder`` and point ``modules.json`` at it: the
+    routed head, and the transformer as its length-sorted subclass (the export loads with
+    ``trust_remote_code=True`` already, so batching by tokens costs its users nothing)."""
     shutil.copyfile(Path(__file__).with_name("exported_module.py"), folder / REMOTE_MODULE_FILE)
     entries = json.loads((folder / "modules.json").read_text(encoding="utf-8"))
     for entry in entries:
         if entry["type"].endswith(".LanguageRoutedMeaning"):
             entry["type"] = REMOTE_MODULE_REF
+        elif entry["type"].endswith(".Transformer"):
+            entry["type"] = REMOTE_TRANSFORMER_REF
     atomic_write_text(folder / "modules.json", json.dumps(entries, indent=2) + "\n")
 
 

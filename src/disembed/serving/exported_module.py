@@ -33,6 +33,7 @@ import os
 import torch
 from safetensors.torch import load_file, save_file
 from sentence_transformers.base.modules.module import Module
+from sentence_transformers.base.modules.transformer import Transformer
 
 CONFIG = "disembed_meaning.json"
 WEIGHTS = "model.safetensors"
@@ -139,10 +140,14 @@ class LanguageRoutedMeaning(Module):
             rows = torch.nonzero(w[:, k] > 0).flatten()
             if not len(rows):
                 continue
-            y = self.route(name, e[rows]).double()
+            every = len(rows) == len(e)  # the usual case (softmax): no gather, no scatter
+            y = self.route(name, e if every else e[rows]).double()
             if out is None:
                 out = torch.zeros((len(e), y.shape[1]), dtype=torch.float64)
-            out[rows] += w[rows, k, None] * y
+            if every:
+                out += w[:, k, None] * y
+            else:
+                out[rows] += w[rows, k, None] * y
         return self.route(self.languages[0], e) if out is None else out.float()  # n == 0
 
     @staticmethod
@@ -175,3 +180,52 @@ class LanguageRoutedMeaning(Module):
         with open(os.path.join(folder, CONFIG), encoding="utf-8") as f:
             config = json.load(f)
         return cls(**config, tensors=load_file(os.path.join(folder, WEIGHTS)))
+
+
+class LengthSortedTransformer(Transformer):
+    """sentence-transformers' ``Transformer``, run on its batch regrouped by token count.
+
+    ``SentenceTransformer.encode`` sorts texts by their length in characters, a poor proxy
+    for tokens across scripts (a Chinese sentence has few characters and many tokens), so
+    a batch of 14 languages pads to its longest text in tokens: 48% padding on 2,000
+    Tatoeba sentences, 5% where disembed sorts by tokens. This module sorts the batch's rows
+    by token count and runs them in sub-batches (a new one where a row is under
+    ``SPLIT_RATIO`` of the sub-batch's longest, after at least ``MIN_ROWS`` rows), each cut to
+    its own longest row, and hands back the batch's token embeddings in the batch's order
+    (zeros past a sub-batch's width). A row's vector stays a function of the row alone: the
+    attention mask hides the padding either way.
+    """
+
+    SPLIT_RATIO = 0.8
+    MIN_ROWS = 8
+
+    @classmethod
+    def groups(cls, lengths: list[int]) -> list[tuple[int, int]]:
+        """``[start, end)`` of each sub-batch over ``lengths`` sorted longest first."""
+        out, start = [], 0
+        for i in range(1, len(lengths)):
+            if i - start >= cls.MIN_ROWS and lengths[i] < cls.SPLIT_RATIO * lengths[start]:
+                out.append((start, i))
+                start = i
+        return [*out, (start, len(lengths))]
+
+    def forward(self, features: dict, **kwargs) -> dict:
+        mask = features.get("attention_mask")
+        if (mask is None or mask.dim() != 2 or len(mask) <= self.MIN_ROWS
+                or features.get("modality", "text") != "text"
+                or getattr(self.model.config, "output_hidden_states", False)):
+            return super().forward(features, **kwargs)
+        lengths = mask.sum(dim=1)
+        order = torch.argsort(lengths, descending=True, stable=True)
+        sorted_lengths = lengths[order].tolist()
+        out = None
+        for start, end in self.groups(sorted_lengths):
+            rows, width = order[start:end], sorted_lengths[start]
+            sub = {k: v[rows, :width] if torch.is_tensor(v) and v.shape == mask.shape else v
+                   for k, v in features.items()}
+            y = super().forward(sub, **kwargs)[self.module_output_name]
+            if out is None:
+                out = y.new_zeros((*mask.shape, *y.shape[2:]))
+            out[rows, :width] = y
+        features[self.module_output_name] = out
+        return features

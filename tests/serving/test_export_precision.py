@@ -90,7 +90,7 @@ def test_a_routed_export_batches_its_rows_by_tokens_and_keeps_their_vectors(tmp_
     enc, model, out = _export(tmp_path, "mean-centering", {}, "bfloat16")
     st = SentenceTransformer(str(out), device="cpu", trust_remote_code=True)
     assert type(st[0]).__name__ == "LengthSortedTransformer"
-    long = [" ".join(EN[i:i + 4]) for i in range(0, 12, 2)]
+    long = [" ".join(EN[i:] + EN[:i]) for i in range(0, 12, 2)]
     texts = [t for pair in zip(DE[:6] + EN[:6], long + long[::-1], strict=True) for t in pair]
     features = st.preprocess(texts, prompt="passage: ")
     widths = []

@@ -189,29 +189,36 @@ class LengthSortedTransformer(Transformer):
     for tokens across scripts (a Chinese sentence has few characters and many tokens), so
     a batch of 14 languages pads to its longest text in tokens: 48% padding on 2,000
     Tatoeba sentences, 5% where disembed sorts by tokens. This module sorts the batch's rows
-    by token count and runs them in sub-batches (a new one where a row is under
-    ``SPLIT_RATIO`` of the sub-batch's longest, after at least ``MIN_ROWS`` rows), each cut to
-    its own longest row, and hands back the batch's token embeddings in the batch's order
-    (zeros past a sub-batch's width). A row's vector stays a function of the row alone: the
-    attention mask hides the padding either way.
+    by token count and runs them in sub-batches, each cut to its own longest row, and hands
+    back the batch's token embeddings in the batch's order (zeros past a sub-batch's width).
+    The cut points minimise padded tokens plus ``PASS_TOKENS`` per pass (a pass reads every
+    weight once: on a 2-core AVX-512 CPU, 1 thread, a pass of one 10-token row cost 15-19 ms,
+    a token in a 64-row pass 0.27 ms). A row's vector stays a function of the row alone:
+    the attention mask hides the padding either way.
     """
 
-    SPLIT_RATIO = 0.8
-    MIN_ROWS = 8
+    PASS_TOKENS = 128
 
     @classmethod
     def groups(cls, lengths: list[int]) -> list[tuple[int, int]]:
-        """``[start, end)`` of each sub-batch over ``lengths`` sorted longest first."""
-        out, start = [], 0
-        for i in range(1, len(lengths)):
-            if i - start >= cls.MIN_ROWS and lengths[i] < cls.SPLIT_RATIO * lengths[start]:
-                out.append((start, i))
-                start = i
-        return [*out, (start, len(lengths))]
+        """``[start, end)`` of each sub-batch over ``lengths`` sorted longest first: the
+        cheapest cut (dynamic programming over the cut points)."""
+        n = len(lengths)
+        best, cut = [0.0] + [float("inf")] * n, [0] * (n + 1)
+        for end in range(1, n + 1):
+            for start in range(end):
+                cost = best[start] + cls.PASS_TOKENS + (end - start) * lengths[start]
+                if cost < best[end]:
+                    best[end], cut[end] = cost, start
+        out, end = [], n
+        while end:
+            out.append((cut[end], end))
+            end = cut[end]
+        return out[::-1]
 
     def forward(self, features: dict, **kwargs) -> dict:
         mask = features.get("attention_mask")
-        if (mask is None or mask.dim() != 2 or len(mask) <= self.MIN_ROWS
+        if (mask is None or mask.dim() != 2 or len(mask) < 2
                 or features.get("modality", "text") != "text"
                 or getattr(self.model.config, "output_hidden_states", False)):
             return super().forward(features, **kwargs)

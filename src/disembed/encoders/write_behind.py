@@ -107,10 +107,11 @@ class WriteBehindEncoder(CachedEncoder):
             self.flush()
             self._written = True
             return
-        if self._thread is None or not self._thread.is_alive():
-            self._thread = threading.Thread(target=self._run, name="disembed-cache-writer",
-                                            daemon=True)
-            self._thread.start()
+        with self._lock:  # one writer, also when several workers call at once
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name="disembed-cache-writer",
+                                                daemon=True)
+                self._thread.start()
         if full:
             self._wake.set()
 

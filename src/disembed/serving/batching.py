@@ -207,16 +207,13 @@ class MicroBatcher:
             logger.debug("a batch finished after the event loop closed")
 
     def _count(self, items: list[_Request], distinct: int) -> None:
-        with self._count_lock:
-            self._add(items, distinct)
-
-    def _add(self, items: list[_Request], distinct: int) -> None:
         s = self.stats
-        s.requests += len(items)
-        s.batches += 1
-        s.texts += sum(len(r.texts) for r in items)
-        s.encoded += distinct
-        s.largest = max(s.largest, len(items))
-        s.sizes = (s.sizes + [len(items)])[-1000:]
-        if self._on_batch is not None:
-            self._on_batch(len(items), distinct)
+        with self._count_lock:  # workers > 1 count from several threads
+            s.requests += len(items)
+            s.batches += 1
+            s.texts += sum(len(r.texts) for r in items)
+            s.encoded += distinct
+            s.largest = max(s.largest, len(items))
+            s.sizes = (s.sizes + [len(items)])[-1000:]
+            if self._on_batch is not None:
+                self._on_batch(len(items), distinct)

@@ -55,10 +55,8 @@ SCRIPTS = {"deu": "Latin", "rus": "Cyrillic", "ell": "Greek", "ara": "Arabic", "
 def with_temperature(model, t):
     """A copy of ``model`` whose untagged rows mix with temperature ``t`` (``None``: argmax,
     as a temperature so small that the weights are one-hot; ``"sparse:s"``: sparsemax of
-    the logits over ``s``), without the routing error's erasure (the routes alone, as these
-    tables were measured before it existed: ``route_projection.py`` measures it)."""
+    the logits over ``s``)."""
     m = copy.deepcopy(model)
-    m.route_erasure_ = None
     if isinstance(t, str) and t.startswith("sparse:"):
         m.language_id_.route_map, t = "sparsemax", float(t.split(":")[1])
     else:

@@ -129,7 +129,6 @@ def variant_model(src, tgt, src_lang, tgt_lang, setting: dict[str, float], base=
     model = copy.deepcopy(base) if base is not None else \
         make_method("mean-centering").fit(src, tgt, src_lang, tgt_lang)
     model.language_id_ = variant_identifier(src, tgt, src_lang, tgt_lang, setting)
-    model.route_erasure_ = None  # the routes alone (measured before the erasure existed)
     return model
 
 

@@ -21,9 +21,9 @@ A *setting* is ``;``-separated; each is ``argmax``, ``T=t`` (the mixture, no pro
 * ``retrain``: the recipe fitted on ``P x`` (both sides), ``Q`` from the training means,
   applied to ``P x`` at inference.
 
-``lib``: the library's own erasure as fitted with the model (``route_erasure_``,
-:mod:`disembed.methods.route_erasure`, rank 4 at T = 1: it must equal ``proj=4``). Every
-other setting has the library's erasure removed first.
+``lib``: the library's own erasure as fitted with the model (``route_erasure_``, rank 4 at
+T = 1; it equals ``proj=4``): only at commit 5e41567, where the library had it (it failed
+on the test sets and was taken out: docs/language_free.md, "Erasing the routing error").
 
 ``--part validation`` as ``route_alternatives.py --part validation`` (held-out pairs of the
 default job's pool, 300 per language; WMT20 QE dev, 6 pairs, every item; x100), untagged and
@@ -108,8 +108,8 @@ def parse(text: str) -> dict:
 
 def build(base, pairs, setting: dict, recipe: str, seed: int):
     """The setting's model (``base`` fitted on ``pairs``, or refitted on ``P x``)."""
-    model = msr.with_temperature(base, setting.get("T", 1.0))  # no library erasure
-    if "lib" in setting:  # the library's own erasure (route_erasure_, fitted with the model)
+    model = msr.with_temperature(base, setting.get("T", 1.0))
+    if "lib" in setting:  # the library's own erasure (commit 5e41567 only)
         model.route_erasure_ = base.route_erasure_
         return model
     if "proj" not in setting:
@@ -118,8 +118,7 @@ def build(base, pairs, setting: dict, recipe: str, seed: int):
     src, tgt, s_lang, t_lang = pairs
     means = _means(base)
     if at == "after":
-        raw = msr.with_temperature(base, 1.0)  # the routes without the library's erasure
-        return Projected(model, complement(route_outputs(raw), rank), at)
+        return Projected(model, complement(route_outputs(base), rank), at)
     P = complement(means, rank)
     if at == "before":
         return Projected(model, P, at, means.mean(axis=0))

@@ -15,13 +15,6 @@ from disembed.methods.export_map import GLOBAL_ROUTE, apply_map
 QUICK = {"max_epochs": 2, "batch_size": 64}
 
 
-def routes_only(model):
-    """``model`` without the routing error's erasure: these tests pin the routes themselves
-    (the projection on top of them: tests/methods/test_route_erasure.py)."""
-    model.route_erasure_ = None
-    return model
-
-
 def language_means(toy_pairs):
     src, tgt, src_lang = toy_pairs
     X = np.concatenate([src, tgt])
@@ -32,7 +25,7 @@ def language_means(toy_pairs):
 @pytest.fixture
 def centred_seed(toy_pairs):
     src, tgt, src_lang = toy_pairs
-    return routes_only(make_method("seed-centered", **QUICK).fit(src, tgt, src_lang, "en"))
+    return make_method("seed-centered", **QUICK).fit(src, tgt, src_lang, "en")
 
 
 def head_parts(model, X):
@@ -84,8 +77,8 @@ def test_unseen_language_follows_unknown_language(toy_pairs):
     with pytest.raises(ConfigError, match="no mean for language 'fr'"):
         strict.meaning(X, "fr")
     assert make_method("seed-centered").unknown_language == "global"  # chosen on validation
-    near = routes_only(make_method("seed-centered", unknown_language="nearest", **QUICK).fit(
-        src, tgt, src_lang, "en"))
+    near = make_method("seed-centered", unknown_language="nearest", **QUICK).fit(
+        src, tgt, src_lang, "en")
     # the identifier's mixture of the training languages' routes (issue 31: no argmax)
     w = near.language_id_.route_weights(X)  # (6, L)
     routes = [head_parts(near, X - near.centering_.means_[near.centering_.languages_.index(c)])
@@ -95,8 +88,8 @@ def test_unseen_language_follows_unknown_language(toy_pairs):
     np.testing.assert_allclose(near.meaning(X, "fr"), near.meaning(X), atol=1e-6)
     with pytest.raises(ConfigError, match="'batch'.*removed"):
         make_method("seed-centered", unknown_language="batch")
-    glob = routes_only(make_method("seed-centered", unknown_language="global", **QUICK).fit(
-        src, tgt, src_lang, "en"))
+    glob = make_method("seed-centered", unknown_language="global", **QUICK).fit(
+        src, tgt, src_lang, "en")
     mu = glob.centering_.means_.mean(axis=0)
     np.testing.assert_allclose(glob.meaning(X, "fr"), head_parts(glob, X - mu)[0], atol=1e-5)
     np.testing.assert_allclose(glob.language(X, "fr"), head_parts(glob, X - mu)[1] + mu,
@@ -126,7 +119,7 @@ def test_config_and_weights_must_agree_on_centering(centred_seed, tmp_path):
 @pytest.fixture
 def centring(toy_pairs):
     src, tgt, src_lang = toy_pairs
-    return routes_only(make_method("mean-centering").fit(src, tgt, src_lang, "en"))
+    return make_method("mean-centering").fit(src, tgt, src_lang, "en")
 
 
 def test_calibrate_sets_a_languages_mean_to_the_mean_of_its_rows(centring, toy_pairs):
@@ -187,7 +180,7 @@ def _two_language_centring(policy, dtype=np.float32):
     g = np.random.default_rng(0)
     src = (g.normal(size=(20, 4)) * 0.1 + 3.0).astype(dtype)
     tgt = (g.normal(size=(20, 4)) * 0.1 - 3.0).astype(dtype)
-    return routes_only(MeanCentering(unknown_language=policy).fit(src, tgt, "de", "en")), src, tgt
+    return MeanCentering(unknown_language=policy).fit(src, tgt, "de", "en"), src, tgt
 
 
 def test_nearest_fallback_centres_each_row_with_its_closest_training_mean():

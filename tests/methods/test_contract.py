@@ -153,7 +153,6 @@ def test_mean_centering_unknown_language_policy(toy_pairs):
     assert make_method("mean-centering").unknown_language == "global"  # the default
     near = make_method("mean-centering", unknown_language="nearest").fit(src, tgt, src_lang,
                                                                           "en")
-    near.route_erasure_ = None  # the routes alone (their erasure: test_route_erasure.py)
     # an unseen language is centred row by row with the identifier's mixture of the
     # training means, never with the rows of the call (one row alone would be centred to 0)
     out = near.meaning(src[:4], "fr")
@@ -163,7 +162,6 @@ def test_mean_centering_unknown_language_policy(toy_pairs):
     np.testing.assert_allclose(out, want, atol=1e-6)
     assert np.linalg.norm(near.meaning(src[:1], "fr")) > 0.1
     glob = make_method("mean-centering").fit(src, tgt, src_lang, "en")  # global
-    glob.route_erasure_ = None
     np.testing.assert_allclose(glob.meaning(src[:4], "fr"), src[:4] - glob.means_.mean(0),
                                atol=1e-6)
     with pytest.raises(ConfigError, match="unknown_language must be"):

@@ -57,8 +57,6 @@ from ..util.constraints import Constraint, validate_params
 from ..util.files import AtomicFile, commit_together, finish_pending
 from .export_map import GLOBAL_ROUTE, MeaningMap
 from .language_id import UNKNOWN, LanguageIdentifier, LanguagePrediction
-from .route_erasure import STATE_KEY as _ERASURE_KEY
-from .route_erasure import erase, erase_map, fit_route_erasure
 from .routing import Routing
 
 logger = logging.getLogger(__name__)
@@ -119,36 +117,10 @@ def _resolving(fn):
     def wrapper(self, X, languages=None, *args, **kwargs):
         X = self._check(X)
         routing = self.routing(X, languages)
-        out = routing.apply(lambda rows, code: fn(self, X if rows is None else X[rows], code,
-                                                  *args, **kwargs), len(X))
-        Q = getattr(self, "route_erasure_", None)  # the routing error erased (every row)
-        if Q is None or out is None:
-            return out
-        if fn.__name__ == "meaning":
-            return erase(out, Q)
-        # what the meaning loses goes to the language part (m + l = e stays where it held)
-        raw = out["meaning"] if fn.__name__ == "views" else routing.apply(
-            lambda rows, code: type(self).meaning.__wrapped__(
-                self, X if rows is None else X[rows], code), len(X))
-        lost = raw - erase(raw, Q)
-        if fn.__name__ == "language":
-            return out + lost if out.shape == lost.shape else out
-        views = {**out, "meaning": raw - lost}
-        if "language" in out and out["language"].shape == lost.shape:
-            views["language"] = out["language"] + lost
-        return views
+        return routing.apply(lambda rows, code: fn(self, X if rows is None else X[rows], code,
+                                                   *args, **kwargs), len(X))
 
     wrapper._resolves_languages = True  # type: ignore[attr-defined]
-    return wrapper
-
-
-def _erasing(fn):
-    """Wrap a recipe's ``meaning_map`` so the exported routes erase what ``meaning`` does."""
-    @functools.wraps(fn)
-    def wrapper(self):
-        return erase_map(fn(self), getattr(self, "route_erasure_", None))
-
-    wrapper._erases_routes = True  # type: ignore[attr-defined]
     return wrapper
 
 
@@ -189,9 +161,6 @@ def _fitting(fn):
         if self.uses_language:
             X = np.concatenate([np.asarray(src, np.float32), np.asarray(tgt, np.float32)])
             self.language_id_ = LanguageIdentifier().fit(X, np.concatenate([s_lang, t_lang]))
-        self.route_erasure_ = None
-        if self.uses_language and self.erases_routing_error:
-            self.route_erasure_ = fit_route_erasure(self)
         return out
 
     wrapper._fits_language_id = True  # type: ignore[attr-defined]
@@ -212,10 +181,6 @@ class Disentangler(ABC):
     #: on its hyperparameters, e.g. ``center``, makes it a property). The base's ``True`` is
     #: the safe answer for a recipe that forgot; the contract tests reject forgetting.
     uses_language: ClassVar[bool] = True
-    #: whether a fit also fits the projection that erases the routing error of an untagged
-    #: row (:mod:`.route_erasure`); on for the recipes it was chosen on (mean-centering,
-    #: seed-centered), whose routes differ by a constant offset
-    erases_routing_error: ClassVar[bool] = False
     #: what ``disembed tune`` tries by default: hyperparameter -> values (pykeen's
     #: ``hpo_default``); empty: nothing to tune
     hpo_default: ClassVar[dict[str, list]] = {}
@@ -236,9 +201,6 @@ class Disentangler(ABC):
             fn = cls.__dict__.get(attr)
             if fn is not None and not getattr(fn, "_resolves_languages", False):
                 setattr(cls, attr, _resolving(fn))
-        meaning_map = cls.__dict__.get("meaning_map")
-        if meaning_map is not None and not getattr(meaning_map, "_erases_routes", False):
-            cls.meaning_map = _erasing(meaning_map)  # type: ignore[method-assign]
         fit = cls.__dict__.get("fit")
         if fit is not None and not getattr(fit, "_fits_language_id", False):
             cls.fit = _fitting(fit)  # type: ignore[method-assign]
@@ -495,8 +457,6 @@ class Disentangler(ABC):
         if lid is not None:
             state.update(lid.state(_LID_PREFIX))
             learned[LANGUAGE_ID_KEY] = lid.config()
-        if getattr(self, "route_erasure_", None) is not None:
-            state[_ERASURE_KEY] = np.ascontiguousarray(self.route_erasure_, np.float32)
         return state, learned
 
     def restore(self, state: dict[str, np.ndarray], learned: dict[str, Any]) -> None:
@@ -506,7 +466,6 @@ class Disentangler(ABC):
         lid_config = learned.pop(LANGUAGE_ID_KEY, None)
         state = dict(state)
         lid_state = {k: state.pop(k) for k in list(state) if k.startswith(_LID_PREFIX)}
-        self.route_erasure_ = state.pop(_ERASURE_KEY, None)  # None: saved before it existed
         self._set_state(state, learned)
         self.language_id_ = (None if lid_config is None else
                              LanguageIdentifier.from_saved(lid_config, lid_state, _LID_PREFIX))

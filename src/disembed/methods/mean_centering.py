@@ -46,7 +46,6 @@ class MeanCentering(Disentangler):
     paper = ("Libovický, Rosa, Fraser. *On the Language Neutrality of Pre-trained Multilingual "
              "Representations.* Findings of EMNLP 2020 (arXiv:2004.05160)")
     uses_language = True
-    erases_routing_error = True
 
     def __init__(self, unknown_language: Literal["nearest", "global", "error"] = "global") -> None:
         check_unknown_language(unknown_language)

@@ -247,7 +247,6 @@ class NeuralDisentangler(Disentangler):
         self.centering_ = None
         if self.center == "language":
             self.centering_ = MeanCentering(self.unknown_language).fit(src, tgt, s_lang, t_lang)
-            self.centering_.route_erasure_ = None  # only the means: the model erases (base)
             src = src - self.centering_.language(src, s_lang)  # (n, d) centred
             tgt = tgt - self.centering_.language(tgt, t_lang)
         self._prepare()

@@ -62,9 +62,6 @@ class Seed(NeuralDisentangler):
     method = "seed"
     paper = "Fukushima et al. SEED (2025): one linear layer splits meaning from language"
     hpo_default = {"lr": LEARNING_RATES, "init_scale": [None, 0.9]}
-    #: seed-centered's linear head keeps its routes a constant offset apart (seed itself
-    #: uses no language, so nothing is erased there)
-    erases_routing_error = True
 
     def build_head(self, dim: int) -> torch.nn.Module:
         return LinearResidualHead(dim)

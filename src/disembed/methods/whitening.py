@@ -49,8 +49,6 @@ class CentredLinear(MeanCentering):
 
     _parameter_constraints: ClassVar[dict] = {
         "unknown_language": [Options(*UNKNOWN_LANGUAGE_POLICIES)]}
-    #: per-language maps: no routing-error erasure (chosen for mean-centering only)
-    erases_routing_error = False
 
     def fit(self, src: np.ndarray, tgt: np.ndarray, src_lang: Languages,
             tgt_lang: Languages) -> "CentredLinear":

@@ -220,8 +220,8 @@ def _aliases(routes) -> dict[str, str]:
 
 def _ship_module(folder: Path) -> None:
     """Copy :mod:`.exported_module` into ``folder`` and point ``modules.json`` at it: the
-    routed head, and the transformer as its length-sorted subclass (the export loads with
-    ``trust_remote_code=True`` already, so batching by tokens costs its users nothing)."""
+    routed head, and the transformer as its packed subclass (the export loads with
+    ``trust_remote_code=True`` already, so running on tokens alone costs its users nothing)."""
     shutil.copyfile(Path(__file__).with_name("exported_module.py"), folder / REMOTE_MODULE_FILE)
     entries = json.loads((folder / "modules.json").read_text(encoding="utf-8"))
     for entry in entries:

@@ -182,6 +182,104 @@ class LanguageRoutedMeaning(Module):
         return cls(**config, tensors=load_file(os.path.join(folder, WEIGHTS)))
 
 
+#: architectures whose layers :class:`PackedTransformer` runs itself: post-LN BERT-style
+#: encoders with absolute positions (Hugging Face's module names)
+PACKED_MODEL_TYPES = ("xlm-roberta", "bert")
+
+
+def _packable(model) -> bool:
+    """Whether ``model`` is a Hugging Face BERT / XLM-R encoder in the layout
+    :func:`packed_hidden_states` reads, in eval mode without gradients, asked for the last
+    layer only."""
+    config = getattr(model, "config", None)
+    if (config is None or torch.is_grad_enabled()
+            or getattr(config, "model_type", None) not in PACKED_MODEL_TYPES
+            or getattr(config, "is_decoder", False) or model.training
+            or getattr(config, "output_hidden_states", False)
+            or getattr(config, "position_embedding_type", "absolute") != "absolute"):
+        return False
+    layers = getattr(getattr(model, "encoder", None), "layer", None)
+    return layers is not None and all(
+        hasattr(layer, "attention") and hasattr(layer.attention, "self")
+        and hasattr(layer, "intermediate") and not getattr(layer, "add_cross_attention", False)
+        for layer in layers)
+
+
+def _fused_qkv(attention) -> tuple[torch.Tensor, torch.Tensor]:
+    """The query, key and value projections as one ``(3H, H)`` matrix (built once, and again
+    if the module's weights were moved or cast)."""
+    q, k, v = attention.query, attention.key, attention.value
+    cached = getattr(attention, "_disembed_qkv", None)
+    if cached is not None and cached[2] == (q.weight.data_ptr(), q.weight.dtype):
+        return cached[0], cached[1]
+    with torch.inference_mode(False), torch.no_grad():  # plain tensors, usable in any mode
+        weight = torch.cat([q.weight, k.weight, v.weight])
+        bias = torch.cat([q.bias, k.bias, v.bias])
+    attention._disembed_qkv = (weight, bias, (q.weight.data_ptr(), q.weight.dtype))
+    return weight, bias
+
+
+def attention_groups(lengths: torch.Tensor, pass_tokens: int | None
+                     ) -> list[tuple[torch.Tensor, int]]:
+    """The batch's rows grouped for attention: ``(rows, width)`` per group. ``pass_tokens``
+    None: rows of one length per group (no padding at all); else rows sorted longest first
+    and cut where padded tokens plus ``pass_tokens`` per group are cheapest
+    (:meth:`LengthSortedTransformer.groups`)."""
+    order = torch.argsort(lengths, descending=True, stable=True)
+    sorted_lengths = lengths[order].tolist()
+    if pass_tokens is None:
+        cuts = [i for i in range(1, len(order)) if sorted_lengths[i] != sorted_lengths[i - 1]]
+        bounds = list(zip([0, *cuts], [*cuts, len(order)], strict=True))
+    else:
+        bounds = LengthSortedTransformer.groups(sorted_lengths, pass_tokens)
+    return [(order[start:end], sorted_lengths[start]) for start, end in bounds]
+
+
+def packed_hidden_states(model, input_ids: torch.Tensor, mask: torch.Tensor,
+                         token_type_ids: torch.Tensor | None = None,
+                         pass_tokens: int | None = None) -> torch.Tensor:
+    """The last hidden states ``(b, L, H)`` of a BERT / XLM-R ``model``, every layer's matmuls
+    run on the token rows alone (``(T, H)``, ``T`` the batch's tokens): a batch of mixed
+    lengths costs its tokens, not rows x its longest row. Attention runs per group of rows
+    of about the same length (:func:`attention_groups`), each padded to its group's longest
+    row and masked, so a row's vector does not depend on how long the batch's other rows are.
+    Padded positions come back zero. Disembed's own e5-small backend computes the same.
+    """
+    x = model.embeddings(input_ids=input_ids, token_type_ids=token_type_ids)
+    b, length, hidden = x.shape
+    flat = mask.reshape(-1).nonzero().squeeze(1)  # token positions in (b * L)
+    lengths = mask.sum(dim=1)
+    starts = torch.cumsum(lengths, 0) - lengths  # each row's first token in the packed rows
+    groups = []  # (index into the packed rows (g, W) with T for padding, bias, valid cells)
+    for rows, width in attention_groups(lengths, pass_tokens):
+        cells = torch.arange(width)[None, :]
+        valid = cells < lengths[rows][:, None]  # (g, W)
+        index = torch.where(valid, starts[rows][:, None] + cells, len(flat))
+        bias = None if bool(valid.all()) else torch.zeros(valid.shape, dtype=x.dtype) \
+            .masked_fill_(~valid, float("-inf"))[:, None, None, :]
+        groups.append((index, bias, valid.reshape(-1), index[valid]))
+    h = x.reshape(b * length, hidden)[flat]
+    for layer in model.encoder.layer:
+        att = layer.attention
+        heads = att.self.num_attention_heads
+        weight, qkv_bias = _fused_qkv(att.self)
+        qkv = torch.nn.functional.linear(h, weight, qkv_bias)
+        qkv = torch.cat([qkv, qkv.new_zeros(1, 3 * hidden)])  # the padding row
+        ctx = h.new_empty(h.shape)
+        for index, bias, valid, dest in groups:
+            g, width = index.shape
+            part = qkv[index].view(g, width, 3, heads, hidden // heads).permute(2, 0, 3, 1, 4)
+            out = torch.nn.functional.scaled_dot_product_attention(
+                part[0], part[1], part[2], attn_mask=bias)  # (g, heads, W, head_dim)
+            ctx[dest] = out.transpose(1, 2).reshape(g * width, hidden)[valid]
+        h = att.output.LayerNorm(h + att.output.dense(ctx))
+        inner = layer.intermediate.intermediate_act_fn(layer.intermediate.dense(h))
+        h = layer.output.LayerNorm(h + layer.output.dense(inner))
+    out = h.new_zeros(b * length, hidden)
+    out[flat] = h
+    return out.view(b, length, hidden)
+
+
 class LengthSortedTransformer(Transformer):
     """sentence-transformers' ``Transformer``, run on its batch regrouped by token count.
 
@@ -200,14 +298,17 @@ class LengthSortedTransformer(Transformer):
     PASS_TOKENS = 128
 
     @classmethod
-    def groups(cls, lengths: list[int]) -> list[tuple[int, int]]:
+    def groups(cls, lengths: list[int], pass_tokens: int | None = None
+               ) -> list[tuple[int, int]]:
         """``[start, end)`` of each sub-batch over ``lengths`` sorted longest first: the
-        cheapest cut (dynamic programming over the cut points)."""
+        cheapest cut (dynamic programming over the cut points), a pass costing
+        ``pass_tokens`` (default :attr:`PASS_TOKENS`) plus its padded tokens."""
+        pass_tokens = cls.PASS_TOKENS if pass_tokens is None else pass_tokens
         n = len(lengths)
         best, cut = [0.0] + [float("inf")] * n, [0] * (n + 1)
         for end in range(1, n + 1):
             for start in range(end):
-                cost = best[start] + cls.PASS_TOKENS + (end - start) * lengths[start]
+                cost = best[start] + pass_tokens + (end - start) * lengths[start]
                 if cost < best[end]:
                     best[end], cut[end] = cost, start
         out, end = [], n
@@ -236,3 +337,33 @@ class LengthSortedTransformer(Transformer):
             out[rows, :width] = y
         features[self.module_output_name] = out
         return features
+
+
+class PackedTransformer(LengthSortedTransformer):
+    """sentence-transformers' ``Transformer``, run on its batch's tokens without padding.
+
+    ``SentenceTransformer.encode`` sorts texts by their length in characters, a poor proxy
+    for tokens across scripts (a Chinese sentence has few characters and many tokens), so
+    a batch of 14 languages pads to its longest text in tokens: 48% padding on 2,000
+    Tatoeba sentences, 5% where disembed sorts by tokens. For a BERT / XLM-R encoder this
+    module runs every layer's matmuls on the token rows alone
+    (:func:`packed_hidden_states`, disembed's own e5-small computation), so the padding
+    costs attention only. Any other architecture runs as in
+    :class:`LengthSortedTransformer`. A row's vector stays a function of the row alone:
+    the attention mask hides the padding either way.
+    """
+
+    def forward(self, features: dict, **kwargs) -> dict:
+        mask = features.get("attention_mask")
+        if (mask is None or mask.dim() != 2 or features.get("modality", "text") != "text"
+                or not _packable(self.model) or set(features) - PACKED_INPUTS):
+            return super().forward(features, **kwargs)
+        features[self.module_output_name] = packed_hidden_states(
+            self.model, features["input_ids"], mask.bool(), features.get("token_type_ids"))
+        return features
+
+
+#: the features :class:`PackedTransformer` knows what to do with (anything else, e.g.
+#: ``inputs_embeds``, runs through the model itself)
+PACKED_INPUTS = {"input_ids", "attention_mask", "token_type_ids", "modality", "prompt_length",
+                 "task"}

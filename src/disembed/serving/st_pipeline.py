@@ -38,8 +38,8 @@ def base_pipeline(identity: EncoderIdentity, workdir: Path) -> ExportedBase:
 #: file name of :mod:`.exported_module` inside an export, and its class reference
 REMOTE_MODULE_FILE = "disembed_meaning.py"
 REMOTE_MODULE_REF = "disembed_meaning.LanguageRoutedMeaning"
-#: the transformer's length-sorted subclass in that file
-REMOTE_TRANSFORMER_REF = "disembed_meaning.LengthSortedTransformer"
+#: the transformer's packed subclass in that file
+REMOTE_TRANSFORMER_REF = "disembed_meaning.PackedTransformer"
 
 
 def identifying_module(mmap: MeaningMap, identifier, aliases: dict[str, str], unknown: str,

@@ -108,7 +108,7 @@ def test_a_routed_export_runs_its_tokens_alone_and_keeps_their_vectors(tmp_path)
     batched = st.encode(texts)
     alone = np.vstack([st.encode([t]) for t in texts])
     assert cosines(batched, alone).min() >= 0.9999999
-    # the library against itself (these texts batched vs one at a time, bf16) agrees to
-    # 0.99988 at worst: the bar holds on the median, the worst row within that spread
+    # the same computation as the library's (tokens alone, attention per length, HF's order
+    # of the embedding sums): the library's vectors, to float32 rounding
     agree = cosines(batched, model.meaning(enc.encode(texts), None))
-    assert np.median(agree) >= BAR and agree.min() >= 0.9998
+    assert agree.min() >= 0.99999

@@ -184,6 +184,10 @@ def positive_int(text: str) -> int:
     return _int_at_least(text, 1, "a positive integer")
 
 
+def non_negative_int(text: str) -> int:
+    return _int_at_least(text, 0, "an integer >= 0")
+
+
 #: items per subset, ``all`` for every item: what :class:`EvalOptions` declares
 items_or_all = arg_type(EvalOptions, "max_items", noun="a number of items")
 #: pairs per language, ``all`` for every pair: what :class:`TrainingData` declares

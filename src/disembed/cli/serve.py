@@ -31,7 +31,7 @@ from ..serving.app import (
 )
 from ..serving.loading import load_service
 from ..serving.requests import Limits
-from .common import add_common, csv_list, finite_float, positive_int
+from .common import add_common, csv_list, finite_float, non_negative_int, positive_int
 from .env import document
 from .flags import examples
 
@@ -83,6 +83,9 @@ def add_parser(verbs) -> None:
                    help="batches encoded at once, each on its own thread with cores/N torch "
                         "threads: more texts a second from many small requests where one "
                         "call's threads scale poorly (default 1)")
+    p.add_argument("--small-batch", type=non_negative_int, default=16, metavar="TEXTS",
+                   help="an encoder call of at most this many texts runs on one torch thread "
+                        "fewer, leaving a core to the event loop (0: never; default 16)")
     p.add_argument("--max-inputs", type=positive_int, default=256,
                    help="texts or pairs per request (default 256)")
     p.add_argument("--max-concurrent-requests", type=positive_int, default=64,
@@ -123,6 +126,7 @@ def handle(args: argparse.Namespace) -> int:
                            use_cache=not args.no_cache)
     if args.served_model_name:
         service.name = args.served_model_name
+    service.small_batch = args.small_batch
     limits = Limits(max_inputs=args.max_inputs, max_chars=args.max_chars,
                     max_total_chars=max(Limits.max_total_chars, args.max_chars))
     options = ServeOptions(max_batch=args.max_batch, batch_window=args.batch_window_ms / 1000,

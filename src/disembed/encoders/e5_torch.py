@@ -103,6 +103,9 @@ class E5TorchEncoder(EncoderPlugin):
     """
 
     backend = "disembed-torch"
+    #: two threads may encode at once (torch modules in inference mode, a pure-Python
+    #: tokenizer, no state written by a call): a service's encode workers run side by side
+    thread_safe = True
 
     @classmethod
     def spec_of(cls, identity: EncoderIdentity) -> tuple[str, dict]:

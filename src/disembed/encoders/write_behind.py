@@ -57,6 +57,12 @@ class WriteBehindEncoder(CachedEncoder):
         self._written = False  # the first write happens in the call
 
     @property
+    def thread_safe(self) -> bool:
+        """Concurrent calls are safe where the wrapped encoder's are: the kept rows, the
+        store's index and the counters are under this wrapper's lock."""
+        return bool(getattr(self.encoder, "thread_safe", False))
+
+    @property
     def pending(self) -> int:
         """Rows kept in memory, not written yet."""
         return len(self._kept)
@@ -71,8 +77,8 @@ class WriteBehindEncoder(CachedEncoder):
         if self._error is not None:
             error, self._error = self._error, None
             raise error
-        self.stats.requested += len(texts)
         with self._lock:
+            self.stats.requested += len(texts)
             todo = [t for t in self.store.missing(texts) if t not in self._kept]
         spent = 0.0
         if todo:
@@ -81,11 +87,13 @@ class WriteBehindEncoder(CachedEncoder):
             vectors = check_embeddings(self.encoder.encode(todo, batch_size=batch_size), todo,
                                        self.name, self.dim)
             spent = time.perf_counter() - t1
-            self.stats.encode_seconds += spent
-            self.stats.encoded += len(todo)
+            with self._lock:
+                self.stats.encode_seconds += spent
+                self.stats.encoded += len(todo)
             self._keep(todo, vectors)
         out = self._rows(texts)
-        self.stats.lookup_seconds += time.perf_counter() - t0 - spent
+        with self._lock:
+            self.stats.lookup_seconds += time.perf_counter() - t0 - spent
         return out
 
     def fill(self, texts: Sequence[str], *, batch_size: int = 64, desc: str | None = None

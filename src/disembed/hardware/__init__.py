@@ -19,10 +19,13 @@ from .threads import (
     configure_threads,
     current_settings,
     rechoose_threads,
+    set_torch_threads,
+    small_batch_threads,
     thread_pools,
 )
 
 __all__ = ["BF16_FLAGS", "BF16_MIN_SPEEDUP", "BUSY_LOAD_PER_CORE", "INT8_FLAGS", "KNOWN_FLAGS",
            "THREADS_ENV_VAR", "Capabilities", "ThreadSettings", "cache_path", "choose_threads",
            "configure_threads", "cpu_flags", "cpu_model", "current_settings", "matmul_gflops",
-           "measure", "physical_cores", "probe", "rechoose_threads", "thread_pools"]
+           "measure", "physical_cores", "probe", "rechoose_threads", "set_torch_threads",
+           "small_batch_threads", "thread_pools"]

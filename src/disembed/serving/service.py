@@ -16,6 +16,7 @@ the meaning parts of two sides, exactly as the WMT20 QE task scores a pair
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import errno
 import threading
@@ -29,7 +30,7 @@ from ..data.languages import known_languages, normalize_tag
 from ..encoders import Encoder
 from ..evaluation.metrics import paired_cosine
 from ..exceptions import DisembedError
-from ..hardware import rechoose_threads
+from ..hardware import rechoose_threads, set_torch_threads, small_batch_threads
 from ..methods import Disentangler
 from ..progress import no_progress
 
@@ -87,6 +88,8 @@ class EmbeddingService:
     model: Disentangler
     label: str = ""
     batch_size: int = 64
+    #: batches of at most this many texts leave one core to the event loop (0: never)
+    small_batch: int = 16
     #: the served model's name (``model`` in requests, ``/v1/models``); default: the label's
     #: last path part (the model folder's name, or the encoder spec)
     name: str = ""
@@ -98,7 +101,10 @@ class EmbeddingService:
         self.name = self.name or Path(self.label.rstrip("/")).name or self.label or \
             self.model.name
         self._dims: dict[str, int] = {}
-        self._lock = threading.Lock()  # one encode at a time (the cache is not thread-safe)
+        # one encode at a time, unless the encoder says two threads may call it at once
+        # (then a service's encode workers encode side by side)
+        self._lock = contextlib.nullcontext() if getattr(self.encoder, "thread_safe", False) \
+            else threading.Lock()
 
     @property
     def views(self) -> list[str]:
@@ -162,7 +168,8 @@ class EmbeddingService:
         embed a given text (e.g. an ``npy:`` encoder that does not hold it)."""
         try:
             with self._lock, no_progress():  # a service logs requests, never draws bars
-                rechoose_threads()  # the load changes while a service runs
+                threads = rechoose_threads().threads  # the load changes while a service runs
+                set_torch_threads(small_batch_threads(threads, len(texts), self.small_batch))
                 return self.counter.encode(texts, batch_size=self.batch_size)
         except OSError as exc:
             what = {errno.EACCES: "permission denied", errno.EROFS: "read-only file system",

@@ -43,9 +43,8 @@ def _batch(lengths, seed=0):
     return ids, mask
 
 
-@pytest.mark.parametrize("pass_tokens", [None, 64])
 @pytest.mark.parametrize("kind", ["bert", "xlm-roberta"])
-def test_packed_hidden_states_are_the_models_own_on_every_token(kind, pass_tokens):
+def test_packed_hidden_states_are_the_models_own_on_every_token(kind):
     model = _model(kind)
     ids, mask = _batch([7, 3, 12, 3, 9, 12, 2])
     types = (torch.arange(ids.shape[1])[None, :] > 4).long().expand_as(ids).contiguous() \
@@ -54,7 +53,7 @@ def test_packed_hidden_states_are_the_models_own_on_every_token(kind, pass_token
         assert _packable(model)
         want = model(input_ids=ids, attention_mask=mask.long(),
                      token_type_ids=types).last_hidden_state
-        got = packed_hidden_states(model, ids, mask, types, pass_tokens)
+        got = packed_hidden_states(model, ids, mask, types)
     assert got.shape == want.shape
     assert torch.allclose(got[mask], want[mask], atol=2e-5)
     assert not got[~mask].any()  # padding comes back zero
@@ -74,15 +73,16 @@ def test_a_rows_hidden_states_do_not_depend_on_its_batch_in_bfloat16():
             assert torch.equal(batched[row, :n], alone[0]), row
 
 
-def test_attention_groups_hold_each_row_once_at_its_own_width():
+def test_attention_groups_hold_each_token_once_in_texts_of_one_length():
     lengths = torch.tensor([5, 9, 5, 2, 9, 9, 1])
-    groups = attention_groups(lengths, None)
-    rows = sorted(r for g, _ in groups for r in g.tolist())
-    assert rows == list(range(7))
-    assert all(set(lengths[g].tolist()) == {w} for g, w in groups)
-    # with a per-pass cost, rows share a pass padded to its longest row
-    cut = attention_groups(lengths, 64)
-    assert len(cut) < len(groups) and all(int(lengths[g].max()) == w for g, w in cut)
+    groups = attention_groups(lengths)
+    rows = sorted(r for index in groups for r in index.reshape(-1).tolist())
+    assert rows == list(range(int(lengths.sum())))  # every packed token row, once
+    starts = torch.cumsum(lengths, 0) - lengths
+    for index in groups:  # each row of a group is one text's tokens, in order
+        assert all(int(lengths[starts.tolist().index(int(r[0]))]) == index.shape[1]
+                   and r.tolist() == list(range(int(r[0]), int(r[0]) + index.shape[1]))
+                   for r in index)
 
 
 def test_the_fast_path_is_only_taken_where_it_computes_the_same_thing():

@@ -219,59 +219,41 @@ def _fused_qkv(attention) -> tuple[torch.Tensor, torch.Tensor]:
     return weight, bias
 
 
-def attention_groups(lengths: torch.Tensor, pass_tokens: int | None
-                     ) -> list[tuple[torch.Tensor, int]]:
-    """The batch's rows grouped for attention: ``(rows, width)`` per group. ``pass_tokens``
-    None: rows of one length per group (no padding at all); else rows sorted longest first
-    and cut where padded tokens plus ``pass_tokens`` per group are cheapest
-    (:meth:`LengthSortedTransformer.groups`)."""
-    order = torch.argsort(lengths, descending=True, stable=True)
-    sorted_lengths = lengths[order].tolist()
-    if pass_tokens is None:
-        cuts = [i for i in range(1, len(order)) if sorted_lengths[i] != sorted_lengths[i - 1]]
-        bounds = list(zip([0, *cuts], [*cuts, len(order)], strict=True))
-    else:
-        bounds = LengthSortedTransformer.groups(sorted_lengths, pass_tokens)
-    return [(order[start:end], sorted_lengths[start]) for start, end in bounds]
+def attention_groups(lengths: torch.Tensor) -> list[torch.Tensor]:
+    """Each text's token rows in the packed layout (every text's tokens one after another),
+    grouped by length: one ``(b, L)`` index per length."""
+    starts = torch.cumsum(lengths, 0) - lengths
+    return [starts[(lengths == n).nonzero().squeeze(1)][:, None] + torch.arange(n)[None, :]
+            for n in torch.unique(lengths).tolist()]
 
 
 def packed_hidden_states(model, input_ids: torch.Tensor, mask: torch.Tensor,
-                         token_type_ids: torch.Tensor | None = None,
-                         pass_tokens: int | None = None) -> torch.Tensor:
-    """The last hidden states ``(b, L, H)`` of a BERT / XLM-R ``model``, every layer's matmuls
-    run on the token rows alone (``(T, H)``, ``T`` the batch's tokens): a batch of mixed
-    lengths costs its tokens, not rows x its longest row. Attention runs per group of rows
-    of about the same length (:func:`attention_groups`), each padded to its group's longest
-    row and masked, so a row's vector does not depend on how long the batch's other rows are.
-    Padded positions come back zero. Disembed's own e5-small backend computes the same.
+                         token_type_ids: torch.Tensor | None = None) -> torch.Tensor:
+    """The last hidden states ``(b, L, H)`` of a BERT / XLM-R ``model``, every layer's
+    matmuls run on the token rows alone (``(T, H)``, ``T`` the batch's tokens): a batch of
+    mixed lengths costs its tokens, not rows x its longest row. Attention runs per group of
+    texts of one length, unpadded (:func:`attention_groups`): bfloat16 attention over a
+    padded width sums in another order, so a row's vector would depend on how long the
+    batch's other rows are. Padded positions come back zero. Disembed's own e5-small backend
+    (``E5Model.hidden_states``) computes the same.
     """
     x = model.embeddings(input_ids=input_ids, token_type_ids=token_type_ids)
     b, length, hidden = x.shape
     flat = mask.reshape(-1).nonzero().squeeze(1)  # token positions in (b * L)
-    lengths = mask.sum(dim=1)
-    starts = torch.cumsum(lengths, 0) - lengths  # each row's first token in the packed rows
-    groups = []  # (index into the packed rows (g, W) with T for padding, bias, valid cells)
-    for rows, width in attention_groups(lengths, pass_tokens):
-        cells = torch.arange(width)[None, :]
-        valid = cells < lengths[rows][:, None]  # (g, W)
-        index = torch.where(valid, starts[rows][:, None] + cells, len(flat))
-        bias = None if bool(valid.all()) else torch.zeros(valid.shape, dtype=x.dtype) \
-            .masked_fill_(~valid, float("-inf"))[:, None, None, :]
-        groups.append((index, bias, valid.reshape(-1), index[valid]))
+    groups = attention_groups(mask.sum(dim=1))
     h = x.reshape(b * length, hidden)[flat]
     for layer in model.encoder.layer:
         att = layer.attention
         heads = att.self.num_attention_heads
         weight, qkv_bias = _fused_qkv(att.self)
         qkv = torch.nn.functional.linear(h, weight, qkv_bias)
-        qkv = torch.cat([qkv, qkv.new_zeros(1, 3 * hidden)])  # the padding row
         ctx = h.new_empty(h.shape)
-        for index, bias, valid, dest in groups:
+        for index in groups:
             g, width = index.shape
             part = qkv[index].view(g, width, 3, heads, hidden // heads).permute(2, 0, 3, 1, 4)
             out = torch.nn.functional.scaled_dot_product_attention(
-                part[0], part[1], part[2], attn_mask=bias)  # (g, heads, W, head_dim)
-            ctx[dest] = out.transpose(1, 2).reshape(g * width, hidden)[valid]
+                part[0], part[1], part[2])  # (g, heads, W, head_dim)
+            ctx[index.reshape(-1)] = out.transpose(1, 2).reshape(g * width, hidden)
         h = att.output.LayerNorm(h + att.output.dense(ctx))
         inner = layer.intermediate.intermediate_act_fn(layer.intermediate.dense(h))
         h = layer.output.LayerNorm(h + layer.output.dense(inner))
@@ -298,17 +280,14 @@ class LengthSortedTransformer(Transformer):
     PASS_TOKENS = 128
 
     @classmethod
-    def groups(cls, lengths: list[int], pass_tokens: int | None = None
-               ) -> list[tuple[int, int]]:
+    def groups(cls, lengths: list[int]) -> list[tuple[int, int]]:
         """``[start, end)`` of each sub-batch over ``lengths`` sorted longest first: the
-        cheapest cut (dynamic programming over the cut points), a pass costing
-        ``pass_tokens`` (default :attr:`PASS_TOKENS`) plus its padded tokens."""
-        pass_tokens = cls.PASS_TOKENS if pass_tokens is None else pass_tokens
+        cheapest cut (dynamic programming over the cut points)."""
         n = len(lengths)
         best, cut = [0.0] + [float("inf")] * n, [0] * (n + 1)
         for end in range(1, n + 1):
             for start in range(end):
-                cost = best[start] + pass_tokens + (end - start) * lengths[start]
+                cost = best[start] + cls.PASS_TOKENS + (end - start) * lengths[start]
                 if cost < best[end]:
                     best[end], cut[end] = cost, start
         out, end = [], n

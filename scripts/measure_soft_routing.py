@@ -171,13 +171,15 @@ def torch_meaning(model):
     return module.mixture
 
 
-def worst_case(model, X: np.ndarray, eps: float = 0.01, steps: int = 15) -> np.ndarray:
+def worst_case(model, X: np.ndarray, eps: float = 0.01, steps: int = 15, f=None
+               ) -> np.ndarray:
     """``(n,)`` the lowest cosine found between ``m(x)`` and ``m(x + d)``, ``|d| = eps |x|``:
-    the gradient of the top-2 logit difference (both signs) refined by projected gradient
-    ascent on ``1 - cos``."""
+    the gradient of the top-2 logit difference of ``model``'s identifier (both signs)
+    refined by projected gradient ascent on ``1 - cos``. ``f``: the map ``m`` as a torch
+    function (default: ``model``'s own, :func:`torch_meaning`)."""
     import torch
 
-    f = torch_meaning(model)
+    f = torch_meaning(model) if f is None else f
     x = torch.from_numpy(np.asarray(X, np.float32))
     radius = eps * x.norm(dim=1, keepdim=True)
     with torch.no_grad():
@@ -219,6 +221,22 @@ def random_case(model, X: np.ndarray, eps: float = 0.01, draws: int = 5) -> np.n
                                                                              keepdims=True)
         worst = np.minimum(worst, _cos(m0, model.meaning(X + d)))
     return worst
+
+
+def continuity_minima(model, f, Eb: np.ndarray, Ef: np.ndarray, identifier_of=None) -> dict:
+    """The three continuity checks of ``model``, whose untagged meaning is the torch map
+    ``f`` (held equal to ``model.meaning`` first): for a random nudge, the worst nudge found
+    (through ``f``, starting from the identifier of ``identifier_of``, default ``model``)
+    and bfloat16 ``Eb`` against float32 ``Ef``, the lowest cosine and the rows under 0.999."""
+    import torch
+
+    assert np.allclose(f(torch.from_numpy(Eb[:64])).detach().numpy(), model.meaning(Eb[:64]),
+                       atol=1e-4), "the torch map must equal model.meaning"
+    row = {"random": random_case(model, Eb),
+           "worst": worst_case(identifier_of or model, Eb, f=f),
+           "bf16_vs_fp32": _cos(model.meaning(Eb), model.meaning(Ef))}
+    return {k: {"min": float(v.min()), "rows_below_0.999": int((v < 0.999).sum())}
+            for k, v in row.items()}
 
 
 def continuity(enc_bf16, enc_fp32, temperatures, per_language, out: Path,

@@ -200,16 +200,7 @@ def continuity(bf16, fp32, settings: list[str]) -> dict:
     for text in settings:
         model = variant_model(src, tgt, built.pairs.src_lang, built.pairs.tgt_lang,
                               parse(text))
-        f = torch_meaning(model)
-        import torch
-
-        assert np.allclose(f(torch.from_numpy(Eb[:64])).numpy(), model.meaning(Eb[:64]),
-                           atol=1e-4), "the torch map must equal model.meaning"
-        msr.torch_meaning = lambda _model, f=f: f  # worst_case differentiates this map
-        row = {"random": msr.random_case(model, Eb), "worst": msr.worst_case(model, Eb),
-               "bf16_vs_fp32": msr._cos(model.meaning(Eb), model.meaning(Ef))}
-        out[text] = {k: {"min": float(v.min()), "rows_below_0.999": int((v < 0.999).sum())}
-                     for k, v in row.items()}
+        out[text] = msr.continuity_minima(model, torch_meaning(model), Eb, Ef)
         logger.info("%s: %s", text, out[text])
     return out
 

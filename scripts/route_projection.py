@@ -161,7 +161,6 @@ def continuity(bf16, fp32, settings, recipe) -> dict:
     src, tgt = embed_pairs(bf16, built.pairs)
     pairs = (src, tgt, built.pairs.src_lang, built.pairs.tgt_lang)
     base = build_method(recipe, PARAMS[recipe], seed=0).fit(*pairs)
-    mixture = msr.torch_meaning
     out = {}
     for text in settings:
         setting = parse(text)
@@ -170,20 +169,13 @@ def continuity(bf16, fp32, settings, recipe) -> dict:
             raise SystemExit("continuity: only at=after is measured through the torch map")
         inner = model.model if isinstance(model, Projected) else model
         P = torch.from_numpy(model.P) if isinstance(model, Projected) else None
-        f0 = mixture(inner)
+        f0 = msr.torch_meaning(inner)
 
         def f(x, f0=f0, P=P):
             y = f0(x)
             return y if P is None else (y.double() @ P).float()
 
-        assert np.allclose(f(torch.from_numpy(Eb[:64])).detach().numpy(),
-                           model.meaning(Eb[:64]), atol=1e-4), "torch map != model.meaning"
-        msr.torch_meaning = lambda _m, f=f: f
-        row = {"random": msr.random_case(model, Eb), "worst": msr.worst_case(inner, Eb),
-               "bf16_vs_fp32": msr._cos(model.meaning(Eb), model.meaning(Ef))}
-        msr.torch_meaning = mixture
-        out[text] = {k: {"min": float(v.min()), "rows_below_0.999": int((v < 0.999).sum())}
-                     for k, v in row.items()}
+        out[text] = msr.continuity_minima(model, f, Eb, Ef, identifier_of=inner)
         logger.info("%s: %s", text, out[text])
     return out
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 
+from . import _openmp  # noqa: F401 - first: sets libgomp's spin before torch loads
 from .analysis import compare_scores, language_id_probe
 from .data.languages import normalize_language
 from .data.parallel import ParallelPairs, read_parallel_files, read_parallel_tsv

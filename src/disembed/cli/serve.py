@@ -19,7 +19,7 @@ from __future__ import annotations
 import argparse
 import os
 
-from ..hardware import configure_threads, physical_cores
+from ..hardware import configure_threads, leave_torch_to_workers, physical_cores
 from ..serving.app import (
     API_KEY_ENV,
     ServeOptions,
@@ -83,9 +83,9 @@ def add_parser(verbs) -> None:
                    help="batches encoded at once, each on its own thread with cores/N torch "
                         "threads: more texts a second from many small requests where one "
                         "call's threads scale poorly (default 1)")
-    p.add_argument("--small-batch", type=non_negative_int, default=16, metavar="TEXTS",
+    p.add_argument("--small-batch", type=non_negative_int, default=0, metavar="TEXTS",
                    help="an encoder call of at most this many texts runs on one torch thread "
-                        "fewer, leaving a core to the event loop (0: never; default 16)")
+                        "fewer, leaving a core to the event loop (default 0: never)")
     p.add_argument("--max-inputs", type=positive_int, default=256,
                    help="texts or pairs per request (default 256)")
     p.add_argument("--max-concurrent-requests", type=positive_int, default=64,
@@ -122,6 +122,7 @@ def handle(args: argparse.Namespace) -> int:
     api_key = args.api_key or api_key_from_env()
     sock = bind(args.host, args.port)  # a port in use: an error now, not after the load
     warn_if_exposed(args.host, api_key)
+    leave_torch_to_workers()  # before the load: only the encode workers start OpenMP teams
     service = load_service(args.model, args.encoder, cache_dir=args.cache_dir,
                            use_cache=not args.no_cache)
     if args.served_model_name:

@@ -18,6 +18,7 @@ from .threads import (
     choose_threads,
     configure_threads,
     current_settings,
+    leave_torch_to_workers,
     rechoose_threads,
     set_torch_threads,
     small_batch_threads,
@@ -26,6 +27,7 @@ from .threads import (
 
 __all__ = ["BF16_FLAGS", "BF16_MIN_SPEEDUP", "BUSY_LOAD_PER_CORE", "INT8_FLAGS", "KNOWN_FLAGS",
            "THREADS_ENV_VAR", "Capabilities", "ThreadSettings", "cache_path", "choose_threads",
-           "configure_threads", "cpu_flags", "cpu_model", "current_settings", "matmul_gflops",
-           "measure", "physical_cores", "probe", "rechoose_threads", "set_torch_threads",
+           "configure_threads", "cpu_flags", "cpu_model", "current_settings",
+           "leave_torch_to_workers", "matmul_gflops", "measure", "physical_cores", "probe",
+           "rechoose_threads", "set_torch_threads",
            "small_batch_threads", "thread_pools"]

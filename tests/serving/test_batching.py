@@ -4,12 +4,13 @@ encoder error reaches every request of the batch."""
 
 import asyncio
 import threading
+import time
 
 import numpy as np
 import pytest
 
 from disembed.encoders import HashEncoder
-from disembed.serving.batching import MicroBatcher
+from disembed.serving.batching import MicroBatcher, _Request
 
 ENC = HashEncoder(dim=8)
 
@@ -104,3 +105,55 @@ def test_two_workers_encode_two_batches_at_once_and_each_request_gets_its_rows()
     for texts, rows in zip(requests, got, strict=True):
         np.testing.assert_array_equal(rows, ENC.encode(texts))
     assert len(calls) == 2 and batcher.stats.batches == 2 and batcher.stats.requests == 4
+
+
+def _take_in_a_thread(batcher, last_batch):
+    """``batcher._take()`` on a worker thread whose last batch held ``last_batch`` requests."""
+    out = {}
+
+    def run():
+        batcher._last_requests[threading.get_ident()] = last_batch
+        t0 = time.monotonic()
+        out["items"] = batcher._take()
+        out["seconds"] = time.monotonic() - t0
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    return thread, out
+
+
+def _arrive(batcher, *texts):
+    with batcher._ready:
+        for text in texts:
+            batcher._pending.append(_Request([text], None, 1, time.monotonic()))
+        batcher._ready.notify()
+
+
+def test_the_window_ends_once_the_last_batchs_clients_are_back():
+    batcher = MicroBatcher(ENC.encode, window=30.0)
+    thread, out = _take_in_a_thread(batcher, last_batch=3)
+    time.sleep(0.1)  # the worker waits on an empty queue
+    _arrive(batcher, "a", "b", "c")
+    thread.join(10)
+    assert not thread.is_alive(), "the batch waited out its 30 s window"
+    assert [r.texts for r in out["items"]] == [["a"], ["b"], ["c"]]
+
+
+def test_a_backlog_waits_for_the_clients_just_answered_and_the_batches_merge():
+    batcher = MicroBatcher(ENC.encode, window=5.0)
+    _arrive(batcher, "a", "b")  # arrived while the worker encoded its last batch of 2
+    thread, out = _take_in_a_thread(batcher, last_batch=2)
+    time.sleep(0.2)
+    _arrive(batcher, "c", "d")  # that batch's clients are back
+    thread.join(10)
+    assert [r.texts[0] for r in out["items"]] == ["a", "b", "c", "d"]
+    assert out["seconds"] < 4.0
+
+
+def test_a_backlog_waits_at_most_one_window_for_clients_that_do_not_come():
+    batcher = MicroBatcher(ENC.encode, window=0.3)
+    _arrive(batcher, "a", "b")
+    thread, out = _take_in_a_thread(batcher, last_batch=2)
+    thread.join(10)
+    assert [r.texts[0] for r in out["items"]] == ["a", "b"]
+    assert 0.25 <= out["seconds"] < 5.0

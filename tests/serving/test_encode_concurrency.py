@@ -99,6 +99,8 @@ def test_a_small_batch_runs_on_one_thread_fewer_and_a_large_one_on_all(monkeypat
         threads=2, source="cores", physical_cores=2, available_cpus=2, load_average=None))
     spy = ThreadSpy()
     svc = _service(spy)
+    assert svc.small_batch == 0  # off by default (docs/ecosystem.md): set here to test it
+    svc.small_batch = 16
     try:
         svc.encode(["a"] * 3)
         svc.encode([f"t{i}" for i in range(40)])

@@ -88,8 +88,10 @@ class EmbeddingService:
     model: Disentangler
     label: str = ""
     batch_size: int = 64
-    #: batches of at most this many texts leave one core to the event loop (0: never)
-    small_batch: int = 16
+    #: batches of at most this many texts leave one core to the event loop (0: never, the
+    #: default: with the encode workers' OpenMP teams unthrottled, two threads encode a batch
+    #: of 8 faster than one, see :func:`~disembed.hardware.leave_torch_to_workers`)
+    small_batch: int = 0
     #: the served model's name (``model`` in requests, ``/v1/models``); default: the label's
     #: last path part (the model folder's name, or the encoder spec)
     name: str = ""

@@ -12,12 +12,13 @@ waited ~4 ms past its last arrival, a tenth of its cycle), and a backlog waits u
 window more for the clients just answered, so that a closed loop of clients keeps one batch
 instead of two halves that alternate (on 2 cores, two halves of 4 served ~140 sentences/s
 against ~220 for one batch of 8). It encodes the distinct texts of all of them in one call
-and hands each request its rows through the event loop, then takes the next batch at once:
-requests that arrive while a batch is encoding form the next one, and the encoder never
-waits for the event loop to notice that it is free (on a busy machine every hand-over
-between threads costs a time slice). A request larger than either limit is encoded alone.
-When a batch fails, each of its requests is encoded again by itself, so an error reaches
-only the request whose own texts caused it (and shows it only those texts).
+and hands each request its rows through the event loop, then takes the next batch itself:
+requests that arrive while a batch is encoding form the next one (with the clients just
+answered, as above), and the encoder never waits for the event loop to notice that it is
+free (on a busy machine every hand-over between threads costs a time slice). A request
+larger than either limit is encoded alone. When a batch fails, each of its requests is
+encoded again by itself, so an error reaches only the request whose own texts caused it (and
+shows it only those texts).
 
 With ``workers`` > 1, that many batches encode at once, each on its own thread (the service
 then gives torch ``cores // workers`` threads): small batches use two cores badly through one

@@ -176,11 +176,11 @@ def rechoose_threads(*, interval: float = RECHOOSE_SECONDS) -> ThreadSettings:
 
 def small_batch_threads(threads: int, texts: int, small: int) -> int:
     """Torch threads for one encoder call of ``texts`` texts when ``threads`` are chosen:
-    one fewer where the call is small (``texts <= small``, ``small > 0``). A service's small
-    batches scale poorly over threads, and a team that spans every core waits at each op's
-    barrier whenever the event loop (or a client on the same machine) takes one of its cores:
-    on 2 cores, 8 clients x 1 text, 1 thread took 6.0-7.2 ms of server CPU a text against
-    9.3-9.7 with 2 (docs/ecosystem.md)."""
+    one fewer where the call is small (``texts <= small``, ``small > 0``), leaving a core to
+    a service's event loop. Off in the service by default (``--small-batch 0``): the gain it
+    once showed (8 clients x 1 text on 2 cores) came from an encode worker's OpenMP team
+    throttled by a second team (:func:`leave_torch_to_workers`); with that fixed, two
+    threads serve more (docs/ecosystem.md)."""
     return threads - 1 if threads > 1 and 0 < texts <= small else threads
 
 

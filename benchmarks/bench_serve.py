@@ -9,9 +9,11 @@ over its own keep-alive HTTP/1.1 connection written and read with asyncio's stre
 as TEI's benchmark client is: they share the machine's CPUs with the server;
 ``--client httpx`` uses httpx instead). Every phase sends sentences the server has never seen (real
 Tatoeba sentences of every language, shuffled with a fixed seed), so every one is encoded;
-``--warm`` repeats each phase with the same sentences (cache hits). Before the server starts
-and after it stops, the library encodes ``--offline`` other sentences in this process with
-the same encoder (and model): its offline rate, the mean of the two runs, is the yardstick.
+``--warm`` repeats each phase with the same sentences (cache hits). Before the server starts,
+after every level and after the server stops, the library encodes ``--offline`` other
+sentences in this process with the same encoder (and model, loaded once): each level is
+compared with the mean of the library's rates just before and just after it, since the
+machine's own rate can drift by a quarter within minutes.
 
 Prints p50 / p99 latency, requests/s, sentences/s, 429s, the load average at the end of each
 phase, the requests per encoder call, the service's rate over the library's, and the CPU
@@ -65,12 +67,13 @@ def offline_rate(args, texts: list[str]) -> float:
     from disembed import load_encoder
     from disembed.saved_model import SavedModel
 
-    if args.model:
-        encoder, model = SavedModel.load(args.model)
-        run = (lambda: model.meaning(encoder.encode(texts), args.language)) \
-            if args.view == "meaning" else (lambda: encoder.encode(texts))
+    if getattr(args, "library", None) is None:  # loaded once, as a user's process does
+        args.library = SavedModel.load(args.model) if args.model else (
+            load_encoder(args.encoder), None)
+    encoder, model = args.library
+    if model is not None and args.view == "meaning":
+        run = lambda: model.meaning(encoder.encode(texts), args.language)  # noqa: E731
     else:
-        encoder = load_encoder(args.encoder)
         run = lambda: encoder.encode(texts)  # noqa: E731
     encoder.encode(texts[:16])  # warm-up
     t0, cpu = time.perf_counter(), time.process_time()
@@ -247,41 +250,57 @@ def parse_args() -> argparse.Namespace:
     return args
 
 
-def run_levels(url: str, pool: list[str], args) -> list[dict]:
-    """Every level cold (unseen sentences), then, with ``--warm``, the same ones again."""
+def run_levels(url: str, pool: list[str], args, library) -> list[dict]:
+    """Every level cold (unseen sentences), then, with ``--warm``, the same ones again.
+    ``library()`` measures the library's offline rate; it runs after every level, so each
+    level is compared with the library's rate just before and just after it (the machine's
+    own rate drifts by a quarter within minutes)."""
     rows, start = [], 0
     for clients in map(int, args.clients.split(",")):
         for k in map(int, args.texts.split(",")):
             n = args.requests * k
             fresh = pool[start : start + n]
             start += n
-            rows.append(asyncio.run(level(url, clients, fresh, args, "cold", k)))
-            if args.warm and args.cache:
-                rows.append(asyncio.run(level(url, clients, fresh, args, "warm", k)))
+            phases = ["cold"] + (["warm"] if args.warm and args.cache else [])
+            for phase in phases:
+                rows.append(asyncio.run(level(url, clients, fresh, args, phase, k)))
+                rows[-1]["library_after"] = library()
     return rows
 
 
 def main() -> int:
     args = parse_args()
+    levels = len(args.clients.split(",")) * len(args.texts.split(",")) * (
+        2 if args.warm and args.cache else 1)
     need = sum(args.requests * int(k) for k in args.texts.split(",")) * len(
         args.clients.split(","))
-    pool = sentences(need + 2 * args.offline + 50)
-    offline_texts, pool = pool[: 2 * args.offline], pool[2 * args.offline :]
+    runs = levels + 2  # before the server, after every level, after the server
+    pool = sentences(need + runs * args.offline + 50)
+    offline_texts, pool = pool[: runs * args.offline], pool[runs * args.offline :]
+    rates: list[float] = []
+
+    def library() -> float:  # the next offline sentences, never seen by the library before
+        chunk = offline_texts[len(rates) * args.offline : (len(rates) + 1) * args.offline]
+        rates.append(offline_rate(args, chunk))
+        return rates[-1]
+
     load_before = os.getloadavg()
-    rates = [offline_rate(args, offline_texts[: args.offline])]
+    library()
     port = free_port()
     proc = start_server(args, port)
     args.server_pid = proc.pid
     try:
         url = f"http://127.0.0.1:{port}"
         asyncio.run(level(url, 1, pool[-50:], args, "warm-up", requests=50))
-        rows = run_levels(url, pool[:-50], args)
+        rows = run_levels(url, pool[:-50], args, library)
         info = httpx.get(url + "/info", timeout=10).json()
     finally:
         proc.terminate()
         proc.wait(30)
-    rates.append(offline_rate(args, offline_texts[args.offline :]))
-    library = float(np.mean(rates))
+    library()
+    for before, r in zip(rates, rows, strict=False):  # the library's rate around each level
+        r["library_rate"] = round((before + r.pop("library_after")) / 2, 1)
+    library_rate = float(np.mean(rates))
     load = os.getloadavg()
     print(f"# disembed serve, {args.model or args.encoder}, view {args.view}, max batch "
           f"{args.max_batch}, window {args.window_ms} ms, {args.encode_workers} encode "
@@ -291,25 +310,28 @@ def main() -> int:
           f"{' '.join(cpu_flags()) or 'none of avx2/avx512_bf16/amx_bf16'}; load "
           f"{load_before[0]:.2f} before, {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} after; "
           f"server threads {info.get('threads')}")
-    print(f"# library offline: {rates[0]:.1f} and {rates[1]:.1f} sentences/s before and after "
-          f"the server ran ({args.offline} new sentences each, no cache): mean {library:.1f}; "
-          f"{args.library_cpu_ms:.2f} ms of CPU a sentence (the second run)")
+    print(f"# library offline ({args.offline} new sentences each time, no cache), before the "
+          f"server, after each level and after the server: "
+          f"{' / '.join(f'{x:.1f}' for x in rates)} sentences/s (mean {library_rate:.1f}); "
+          f"{args.library_cpu_ms:.2f} ms of CPU a sentence (the last run)")
     print("| phase | clients | texts/request | requests | 429 | p50 ms | p99 ms | requests/s | "
-          "sentences/s | x library | requests per encoder call | server CPU ms/request | "
-          "client CPU ms/request | load (1 min) |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
-    for r in rows:
-        r["over_library"] = round(r["sentences_per_s"] / library, 2)
+          "sentences/s | library sentences/s | x library | requests per encoder call | "
+          "server CPU ms/request | client CPU ms/request | load (1 min) |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for r in rows:  # each level against the library's rate just before and after it
+        r["over_library"] = round(r["sentences_per_s"] / r["library_rate"], 2)
         print(f"| {r['phase']} | {r['clients']} | {r['texts_per_request']} | {r['requests']} | "
               f"{r['refused_429']} | {r['p50_ms']} | {r['p99_ms']} | {r['requests_per_s']} | "
-              f"{r['sentences_per_s']} | {r['over_library']} | {r['requests_per_batch']} | "
-              f"{r['server_cpu_ms']} | {r['client_cpu_ms']} | {r['load_1min']} |")
+              f"{r['sentences_per_s']} | {r['library_rate']} | {r['over_library']} | "
+              f"{r['requests_per_batch']} | {r['server_cpu_ms']} | {r['client_cpu_ms']} | "
+              f"{r['load_1min']} |")
     print(f"# batching over the run: {info['batching']}")
     if args.out:
         Path(args.out).write_text(json.dumps({
             "rows": rows, "batching": info["batching"], "library_rates": rates,
             "cpu_flags": cpu_flags(), "load_before": load_before, "load_after": load,
-            "args": {k: v for k, v in vars(args).items() if k != "extra"}}, indent=2))
+            "args": {k: v for k, v in vars(args).items() if k not in ("extra", "library")}},
+            indent=2))
     return 0 if all(r["errors"] == 0 for r in rows) else 1
 
 

@@ -157,7 +157,7 @@ class MicroBatcher:
             # for them as well as the backlog (a closed loop keeps one batch of all its
             # clients instead of two halves that alternate), at most one window from now
             last = self._last_requests.get(worker, 0)
-            target = backlog + last if backlog else last
+            target = backlog + last
             deadline = (time.monotonic() if backlog else first.arrived) + self.window
             while not self._full(size, tokens):
                 if self._pending:

@@ -26,7 +26,6 @@ from typing import Sequence
 
 import numpy as np
 
-from ..hardware import rechoose_threads
 from .base import Encoder, check_batch_size, check_embeddings, check_texts
 from .cached import CachedEncoder
 
@@ -81,8 +80,7 @@ class WriteBehindEncoder(CachedEncoder):
             self.stats.requested += len(texts)
             todo = [t for t in self.store.missing(texts) if t not in self._kept]
         spent = 0.0
-        if todo:
-            rechoose_threads()
+        if todo:  # the service chose the threads for this call (EmbeddingService.encode)
             t1 = time.perf_counter()
             vectors = check_embeddings(self.encoder.encode(todo, batch_size=batch_size), todo,
                                        self.name, self.dim)

@@ -197,14 +197,15 @@ def leave_torch_to_workers() -> ThreadSettings:
     kernel: on 2 cores a batch of 8 sentences on 2 threads took 44-53 ms from a worker thread
     against 25-28 ms from a process whose loading thread kept to one (issue 35)."""
     chosen = configure_threads()
-    torch.set_num_threads(1)  # this thread's own OpenMP setting: it never starts a team
+    set_torch_threads(1)  # this thread's own OpenMP setting: it never starts a team
     logger.info("threads: %d for the encode workers; this thread runs torch on 1",
                 chosen.threads)
     return chosen
 
 
 def set_torch_threads(threads: int) -> None:
-    """torch's intra-op threads for the calls that follow (process-wide)."""
+    """torch's intra-op threads for the calls that follow on this thread (OpenMP keeps one
+    count per thread; a thread that has not used torch yet starts from the last count set)."""
     if torch.get_num_threads() != threads:
         torch.set_num_threads(threads)
 
@@ -215,8 +216,7 @@ def current_settings() -> ThreadSettings | None:
 
 
 def _apply(threads: int) -> None:
-    if torch.get_num_threads() != threads:
-        torch.set_num_threads(threads)
+    set_torch_threads(threads)
     threadpool_limits(limits=threads)  # every OpenMP and BLAS runtime loaded so far
 
 

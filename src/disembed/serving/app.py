@@ -60,6 +60,7 @@ from .admission import Admission, add_admission
 from .batching import MicroBatcher
 from .metrics import ServiceMetrics
 from .requests import Limits, parse_embeddings, parse_pairs
+from .responses import check_writer, json_response, vector_floats
 from .service import EmbeddingService, ServiceError
 from .tei import TEI_PATHS, add_tei_routes, tei_body
 from .tokens import TokenCounter, encode_within_limits
@@ -105,17 +106,10 @@ def _error(status: int, message: str, param: str | None = None, headers=None,
 
 
 def _embedding(vec: np.ndarray, fmt: str) -> Any:
+    floats = vector_floats(vec)
     if fmt == "base64":
-        return base64.b64encode(np.asarray(vec, dtype="<f4").tobytes()).decode("ascii")
-    return vec.astype(np.float32).tolist()
-
-
-def _json(content: Any):
-    """A JSON response of plain Python values, without FastAPI's per-value conversion
-    (``jsonable_encoder`` walks every float: 4 ms for one 384-d vector on a busy core)."""
-    from fastapi.responses import JSONResponse
-
-    return JSONResponse(content)
+        return base64.b64encode(np.asarray(floats, dtype="<f4").tobytes()).decode("ascii")
+    return floats
 
 
 def _usage(counts: list[int]) -> dict[str, int]:
@@ -249,6 +243,8 @@ class _Access:
     def _record(self, scope, path: str, status: int, seconds: float) -> None:
         inputs = int((scope.get("state") or {}).get("inputs", 0) or 0)
         self.metrics.request(path if path in self.routes else "other", status, seconds, inputs)
+        if not access_logger.isEnabledFor(logging.INFO):
+            return
         client = scope.get("client")
         access_logger.info(json.dumps({
             "method": scope["method"], "path": path, "status": status,
@@ -295,6 +291,7 @@ def create_app(service: EmbeddingService, *, limits: Limits | None = None,
                options: ServeOptions | None = None):
     """The FastAPI application serving ``service`` (see the module docstring)."""
     fastapi = require("fastapi", "serve", "disembed serve")
+    check_writer()
     limits = limits or Limits()
     if service.name in ("meaning", "language", "raw"):
         logger.warning("the served model id %r is also a view name: requests for %r get this "
@@ -384,7 +381,7 @@ def _add_vector_routes(app, Request, service: EmbeddingService, batcher: MicroBa
         if service.needs_language and req.view != "raw":  # which language each text counted as
             for item, code, guessed in zip(data, used, predicted, strict=True):
                 item.update(language=code, language_predicted=guessed)
-        return _json({"object": "list", "model": req.model, "usage": _usage(counts),
+        return json_response({"object": "list", "model": req.model, "usage": _usage(counts),
                       "data": data})
 
     async def paired(request, names):
@@ -395,7 +392,7 @@ def _add_vector_routes(app, Request, service: EmbeddingService, batcher: MicroBa
               responses={200: {"model": schemas.SimilarityResponse}, **schemas.ERRORS})
     async def similarity(request: Request):
         req, cos, counts = await paired(request, ("text1", "text2"))
-        return _json({"object": "list", "model": req.model, "usage": _usage(counts),
+        return json_response({"object": "list", "model": req.model, "usage": _usage(counts),
                       "data": [{"object": "similarity", "index": i, "similarity": float(c)}
                                for i, c in enumerate(cos)]})
 
@@ -403,7 +400,7 @@ def _add_vector_routes(app, Request, service: EmbeddingService, batcher: MicroBa
               responses={200: {"model": schemas.QEResponse}, **schemas.ERRORS})
     async def quality_estimation(request: Request):
         req, cos, counts = await paired(request, ("source", "translation"))
-        return _json({"object": "list", "model": req.model,
+        return json_response({"object": "list", "model": req.model,
                       "metric": "cosine(source, translation)", "usage": _usage(counts),
                       "data": [{"object": "qe_score", "index": i, "score": float(c)}
                                for i, c in enumerate(cos)]})

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from .requests import EmbeddingsRequest, Limits, parse_language, parse_texts, view_of_body
+from .responses import json_response, vector_floats
 from .service import EmbeddingService, ServiceError
 from .tokens import TokenCounter, encode_within_limits
 
@@ -108,9 +109,7 @@ def add_tei_routes(app, Request, service: EmbeddingService, batcher, limits: Lim
         if req.normalize:
             norms = np.linalg.norm(vectors, axis=1, keepdims=True)
             vectors = vectors / np.maximum(norms, 1e-12)
-        from fastapi.responses import JSONResponse  # no per-float conversion (app._json)
-
-        return JSONResponse(vectors.tolist())
+        return json_response(vector_floats(vectors))
 
     app.post("/embed")(embed)
     app.post("/", include_in_schema=False)(embed)  # TEI's alias (InferenceClient posts here)

@@ -16,8 +16,10 @@ compared with the mean of the library's rates just before and just after it, sin
 machine's own rate can drift by a quarter within minutes.
 
 Prints p50 / p99 latency, requests/s, sentences/s, 429s, the load average at the end of each
-phase, the requests per encoder call, the service's rate over the library's, and the CPU
-flags that decide the encoder's precision. Nothing leaves the machine.
+phase, the requests per encoder call, the encoder's time a call and its share of the level
+(the rest of a cycle is the service's own: answers and new requests), the service's rate
+over the library's, and the CPU flags that decide the encoder's precision. Nothing leaves
+the machine.
 
     python benchmarks/bench_serve.py                                   # e5-small, 8/32 x 1/32
     python benchmarks/bench_serve.py --encoder hash:384 --short        # < 1 minute
@@ -196,6 +198,7 @@ async def level(url: str, clients: int, pool: list[str], args, phase: str = "col
                 post.close()
     lat = np.array(latencies) * 1000
     batches = max(after["batches"] - before["batches"], 1)
+    encoding = after.get("encode_seconds", 0.0) - before.get("encode_seconds", 0.0)
     served = len(lat) - refused
     return {"phase": phase, "clients": clients, "texts_per_request": k, "requests": len(lat),
             "errors": errors, "refused_429": refused, "seconds": round(wall, 2),
@@ -204,6 +207,10 @@ async def level(url: str, clients: int, pool: list[str], args, phase: str = "col
             "p95_ms": round(float(np.percentile(lat, 95)), 1),
             "p99_ms": round(float(np.percentile(lat, 99)), 1),
             "requests_per_batch": round((after["requests"] - before["requests"]) / batches, 1),
+            # the encoder's share of the level (over 1 with several workers) and its time a
+            # call: what is left of a cycle is the service's own (answers, new requests)
+            "encode_ms_per_call": round(1000 * encoding / batches, 1),
+            "encoder_busy": round(encoding / wall, 2),
             "requests_per_s": round(served / wall, 1),
             "sentences_per_s": round(served * k / wall, 1),
             # CPU a request, of the server (all its threads) and of the clients: what the
@@ -316,14 +323,16 @@ def main() -> int:
           f"{args.library_cpu_ms:.2f} ms of CPU a sentence (the last run)")
     print("| phase | clients | texts/request | requests | 429 | p50 ms | p99 ms | requests/s | "
           "sentences/s | library sentences/s | x library | requests per encoder call | "
-          "server CPU ms/request | client CPU ms/request | load (1 min) |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+          "encoder ms/call | encoder busy | server CPU ms/request | client CPU ms/request | "
+          "load (1 min) |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:  # each level against the library's rate just before and after it
         r["over_library"] = round(r["sentences_per_s"] / r["library_rate"], 2)
         print(f"| {r['phase']} | {r['clients']} | {r['texts_per_request']} | {r['requests']} | "
               f"{r['refused_429']} | {r['p50_ms']} | {r['p99_ms']} | {r['requests_per_s']} | "
               f"{r['sentences_per_s']} | {r['library_rate']} | {r['over_library']} | "
-              f"{r['requests_per_batch']} | {r['server_cpu_ms']} | {r['client_cpu_ms']} | "
+              f"{r['requests_per_batch']} | {r['encode_ms_per_call']} | {r['encoder_busy']} | "
+              f"{r['server_cpu_ms']} | {r['client_cpu_ms']} | "
               f"{r['load_1min']} |")
     print(f"# batching over the run: {info['batching']}")
     if args.out:

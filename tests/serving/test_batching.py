@@ -157,3 +157,24 @@ def test_a_backlog_waits_at_most_one_window_for_clients_that_do_not_come():
     thread.join(10)
     assert [r.texts[0] for r in out["items"]] == ["a", "b"]
     assert 0.25 <= out["seconds"] < 5.0
+
+
+def test_encode_seconds_sum_the_encoder_calls_and_their_retries():
+    """``stats.encode_seconds`` is the time inside encoder calls (what a load test divides
+    by its length to say how busy the encoder was): every call counted once, a failed
+    batch's per-request retries too, and none of the window's waiting."""
+    def encode(texts):
+        time.sleep(0.05)
+        if "bad" in texts and len(texts) > 1:
+            raise ValueError("bad text")
+        return ENC.encode(texts)
+
+    batcher = MicroBatcher(encode, max_batch=2, window=0.3)
+    t0 = time.perf_counter()
+    run_concurrently(batcher, [["a"]])  # one call, after waiting out the window
+    run_concurrently(batcher, [["c"], ["bad"]])  # full at once: fails, then 2 calls alone
+    wall = time.perf_counter() - t0
+    calls = 4
+    assert 0.05 * calls <= batcher.stats.encode_seconds < 0.05 * calls + 0.15
+    assert wall >= 0.3 + 0.05 * calls
+    assert batcher.stats.encode_seconds < wall - 0.25  # the window's wait is not counted

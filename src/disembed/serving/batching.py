@@ -52,6 +52,9 @@ class BatchStats:
     encoded: int = 0  # distinct texts sent to the encoder
     largest: int = 0  # most requests in one batch
     largest_tokens: int = 0  # most tokens in one batch
+    #: wall seconds inside encoder calls, summed over the workers (a failed batch's
+    #: retries included): over an interval, divided by its length, how busy the encoder was
+    encode_seconds: float = 0.0
     sizes: list[int] = field(default_factory=list, repr=False)  # requests per batch (last 1000)
 
 
@@ -183,11 +186,15 @@ class MicroBatcher:
             return
         distinct = list(dict.fromkeys(t for r in items for t in r.texts))
         self._count(items, len(distinct))
+        start = time.perf_counter()
         try:
             rows = self._encode(distinct)
         except Exception as exc:  # noqa: BLE001 - answered per request below
             self._alone(items, exc)
             return
+        finally:
+            with self._count_lock:
+                self.stats.encode_seconds += time.perf_counter() - start
         index = {t: i for i, t in enumerate(distinct)}
         for r in items:
             self._answer(r.future, rows[[index[t] for t in r.texts]])

@@ -3,11 +3,14 @@
 OpenAI-compatible ``POST /v1/embeddings`` (``model`` = a served model id from
 ``GET /v1/models``: NAME for the meaning part, NAME:language, NAME:raw; ``encoding_format``
 float or base64; ``language`` optional), ``POST /v1/similarity`` and ``POST /v1/qe``
-(cosine of the meaning parts of pairs), ``GET /info``, Prometheus ``GET /metrics`` and
-``GET /health``. Concurrent requests are micro-batched into one encoder call; the
-embedding cache sits behind it. With ``--api-key`` (or $DISEMBED_API_KEY) every endpoint
-but /health needs ``Authorization: Bearer KEY``. One JSON access-log line per request.
-Needs ``pip install "disembed[serve]"``.
+(cosine of the meaning parts of pairs), text-embeddings-inference's ``POST /embed``
+(TEI clients switch by URL), ``GET /info``, Prometheus ``GET /metrics`` and a minimal
+``GET /health``. Concurrent requests are micro-batched into one encoder call (at most
+``--max-batch`` texts and ``--max-batch-tokens`` tokens); beyond
+``--max-concurrent-requests`` a request gets 429 with Retry-After; the embedding cache
+sits behind it. Every flag has a ``DISEMBED_*`` environment variable. With ``--api-key``
+(or $DISEMBED_API_KEY) every endpoint but /health needs ``Authorization: Bearer KEY``. One
+JSON access-log line per request. Needs ``pip install "disembed[serve]"``.
 
     disembed serve --model models/seed-e5 --port 8000
     curl -s localhost:8000/v1/embeddings -H 'content-type: application/json' \\

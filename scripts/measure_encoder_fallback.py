@@ -28,6 +28,7 @@ from disembed.encoders import load_encoder
 from disembed.encoders.cached import cached
 from disembed.experiment import DEFAULT_RECIPE, DEFAULT_RECIPE_PARAMS, TrainingData
 from disembed.experiment.steps import embed_pairs, load_training_set
+from disembed.experiment.validation import validation_options
 from disembed.methods import make_method
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -62,8 +63,9 @@ def main() -> None:
     report = {"sentences": len(texts), "trained_on": args.train_on, "stand_in": args.stand_in,
               "raw": _summary(_cos(Er, Es), langs), "models": {}}
     for name, params in ((DEFAULT_RECIPE, DEFAULT_RECIPE_PARAMS), ("mean-centering", {})):
-        model = make_method(name, **params).fit(src, tgt, built.pairs.src_lang,
-                                                built.pairs.tgt_lang)
+        model = make_method(name, **params)  # QE dev chooses its mirror fit, on its encoder
+        model.fit(src, tgt, built.pairs.src_lang, built.pairs.tgt_lang,
+                  **validation_options(model, train))
         report["models"][name] = {
             "untagged": _summary(_cos(model.meaning(Er), model.meaning(Es)), langs),
             "gold tag": _summary(_cos(model.meaning(Er, langs), model.meaning(Es, langs)),

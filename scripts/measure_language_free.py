@@ -36,6 +36,7 @@ from disembed.experiment import (
     evaluate,
 )
 from disembed.experiment.steps import embed_pairs, load_training_set
+from disembed.experiment.validation import validation_options
 from disembed.methods import make_method
 from disembed.methods.language_id import KINDS, LanguageIdentifier
 
@@ -257,7 +258,8 @@ def main() -> None:
     models = {}
     for label, name, params in (("default", DEFAULT_RECIPE, DEFAULT_RECIPE_PARAMS),
                                 ("mean-centering", "mean-centering", {})):
-        model = make_method(name, **params).fit(src, tgt, pairs.src_lang, pairs.tgt_lang)
+        model = make_method(name, **params)
+        model.fit(src, tgt, pairs.src_lang, pairs.tgt_lang, **validation_options(model, enc))
         if model.language_id_.kind != best:
             model.language_id_ = LanguageIdentifier(best).fit(X, langs)
         models[label] = model

@@ -37,6 +37,7 @@ from disembed.evaluation.qe import WMT20QETask
 from disembed.experiment import DEFAULT_RECIPE, DEFAULT_RECIPE_PARAMS, TrainingData
 from disembed.experiment.params import build_method
 from disembed.experiment.steps import embed_pairs, load_training_set
+from disembed.experiment.validation import validation_options
 from disembed.methods import make_method
 
 logger = logging.getLogger("measure_soft_routing")
@@ -116,8 +117,9 @@ def validation(enc, seeds, out: Path, grid=GRID, suffix: str = "") -> dict:
         for name, params in ((DEFAULT_RECIPE, DEFAULT_RECIPE_PARAMS), ("mean-centering", {})):
             if name == "mean-centering" and seed != seeds[0]:
                 continue  # no training seed
-            model = build_method(name, params, seed=seed).fit(src, tgt, built.pairs.src_lang,
-                                                              built.pairs.tgt_lang)
+            model = build_method(name, params, seed=seed)
+            model.fit(src, tgt, built.pairs.src_lang, built.pairs.tgt_lang,
+                      **validation_options(model, enc))
             row = {"gold": scores(model, built.heldout, H, qe, "gold")}
             for t in grid:
                 row[label(t)] = scores(with_temperature(model, t), built.heldout, H, qe, "none")
@@ -249,8 +251,9 @@ def continuity(enc_bf16, enc_fp32, temperatures, per_language, out: Path,
                     "raw_bf16_vs_fp32": _summary(_cos(Eb, Ef), langs), "models": {}}
     for name in recipes:
         params = DEFAULT_RECIPE_PARAMS if name == DEFAULT_RECIPE else {}
-        model = make_method(name, **params).fit(src, tgt, built.pairs.src_lang,
-                                                built.pairs.tgt_lang)
+        model = make_method(name, **params)
+        model.fit(src, tgt, built.pairs.src_lang, built.pairs.tgt_lang,
+                  **validation_options(model, enc_bf16))
         for t in temperatures:
             m = with_temperature(model, t)
             row = {"random": _summary(random_case(m, Eb), langs),

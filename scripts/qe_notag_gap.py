@@ -45,6 +45,7 @@ from disembed.encoders.cached import cached
 from disembed.evaluation.qe import WMT20QETask
 from disembed.experiment import DEFAULT_RECIPE, DEFAULT_RECIPE_PARAMS, TrainingData
 from disembed.experiment.steps import embed_pairs, load_training_set
+from disembed.experiment.validation import validation_options
 from disembed.methods import load_disentangler, make_method
 
 logger = logging.getLogger("qe_notag_gap")
@@ -66,7 +67,8 @@ def default_model(enc, folder: Path, recipe: str = "default"):
     src, tgt = embed_pairs(enc, pairs)
     name, params = ((DEFAULT_RECIPE, DEFAULT_RECIPE_PARAMS) if recipe == "default"
                     else (recipe, {}))
-    model = make_method(name, **params).fit(src, tgt, pairs.src_lang, pairs.tgt_lang)
+    model = make_method(name, **params)
+    model.fit(src, tgt, pairs.src_lang, pairs.tgt_lang, **validation_options(model, enc))
     model.save(folder)
     return model
 

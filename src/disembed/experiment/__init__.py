@@ -38,7 +38,7 @@ from .steps import (
     open_encoder,
 )
 from .tasks import build_tasks, check_tasks, kept_out_sets
-from .validation import qe_dev_score, qe_dev_validator
+from .validation import qe_dev_score, qe_dev_validator, validation_options
 
 __all__ = ["DEFAULT_MAX_EVAL_ITEMS", "DEFAULT_METHODS", "DEFAULT_PAIRS_PER_LANGUAGE",
            "DEFAULT_RECIPE", "DEFAULT_RECIPE_PARAMS",
@@ -48,4 +48,4 @@ __all__ = ["DEFAULT_MAX_EVAL_ITEMS", "DEFAULT_METHODS", "DEFAULT_PAIRS_PER_LANGU
            "check_tasks", "embed_pairs", "evaluate", "fit_method",
            "kept_out_sets", "load_pairs", "method_params", "open_encoder", "qe_dev_score",
            "qe_dev_validator",
-           "run", "run_bench", "shared_overrides"]
+           "run", "run_bench", "shared_overrides", "validation_options"]

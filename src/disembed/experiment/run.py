@@ -36,7 +36,7 @@ from .steps import (
     open_encoder,
     uses_language,
 )
-from .validation import qe_dev_validator
+from .validation import validation_options
 
 logger = logging.getLogger(__name__)
 
@@ -242,11 +242,9 @@ def _fit(model: Disentangler, spec: RunSpec, tasks: Sequence[str], encoder: Enco
         return model, {}
     pairs, report = load_pairs(spec.data, tasks, workspace)
     callback = hooks.epoch_callback(model, encoder) if hooks.epoch_callback else None
-    validate = (qe_dev_validator(encoder, workspace.data_dir, workspace.batch_size)
-                if getattr(model, "mirror", False) else None)
     fit_method(model, encoder, pairs, batch_size=workspace.batch_size,
                checkpoint_dir=outputs.checkpoint_path(), on_epoch_end=callback,
-               validate=validate)
+               **validation_options(model, encoder, workspace.data_dir, workspace.batch_size))
     record = model.fit_record()
     out = {"data": report, "history": record["history"],
            "diagnostics": record["diagnostics"]}

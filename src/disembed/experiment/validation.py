@@ -46,4 +46,14 @@ def qe_dev_validator(encoder: Encoder, data_dir: str | Path | None = None,
     return validate
 
 
-__all__ = ["qe_dev_score", "qe_dev_validator"]
+def validation_options(model: Disentangler, encoder: Encoder,
+                       data_dir: str | Path | None = None, batch_size: int = 64
+                       ) -> dict[str, Callable[[Disentangler], float]]:
+    """The keywords ``model.fit`` needs: ``validate=``:func:`qe_dev_validator` where the
+    recipe chooses between fits (``mirror=True``), else none (most recipes take none)."""
+    if not getattr(model, "mirror", False):
+        return {}
+    return {"validate": qe_dev_validator(encoder, data_dir, batch_size)}
+
+
+__all__ = ["qe_dev_score", "qe_dev_validator", "validation_options"]

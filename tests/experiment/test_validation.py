@@ -93,7 +93,7 @@ def test_run_passes_qe_dev_to_a_mirrored_recipe_and_records_the_choice(env, tmp_
 
 
 def test_a_recipe_without_mirror_gets_no_validator(env, monkeypatch):
-    monkeypatch.setattr(validation_module, "qe_dev_validator",  # what validator_for calls
+    monkeypatch.setattr(validation_module, "qe_dev_validator",  # what validation_options calls
                         lambda *a, **k: pytest.fail("validation data read without mirror"))
     result = run(RunSpec(method="seed-centered", params={"max_epochs": 1}, encoder="hash:16",
                          data=SMALL, tasks=("sts17",)), Workspace(data_dir=str(env)))

@@ -54,8 +54,10 @@ def test_vectors_are_the_library_float32_values_exactly(url):
     np.testing.assert_array_equal(np.array(json.loads(tei.content)), want)
 
 
-@pytest.mark.parametrize("path, body", [("/v1/embeddings", {"input": ["ok", "nan here"]}),
-                                        ("/embed", {"inputs": ["nan here"]})])
+@pytest.mark.parametrize("path, body", [
+    ("/v1/embeddings", {"input": ["ok", "nan here"]}),
+    ("/v1/embeddings", {"input": ["nan here"], "encoding_format": "base64"}),
+    ("/embed", {"inputs": ["nan here"]})])
 def test_a_nan_vector_is_a_500_not_null(url, path, body):
     response = httpx.post(url + path, json=body, timeout=30)
     assert response.status_code == 500

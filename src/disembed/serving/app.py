@@ -60,7 +60,7 @@ from .admission import Admission, add_admission
 from .batching import MicroBatcher
 from .metrics import ServiceMetrics
 from .requests import Limits, parse_embeddings, parse_pairs
-from .responses import check_writer, json_response, vector_floats
+from .responses import check_writer, finite_float32, json_response, vector_floats
 from .service import EmbeddingService, ServiceError
 from .tei import TEI_PATHS, add_tei_routes, tei_body
 from .tokens import TokenCounter, encode_within_limits
@@ -106,10 +106,9 @@ def _error(status: int, message: str, param: str | None = None, headers=None,
 
 
 def _embedding(vec: np.ndarray, fmt: str) -> Any:
-    floats = vector_floats(vec)
     if fmt == "base64":
-        return base64.b64encode(np.asarray(floats, dtype="<f4").tobytes()).decode("ascii")
-    return floats
+        return base64.b64encode(finite_float32(vec).astype("<f4").tobytes()).decode("ascii")
+    return vector_floats(vec)
 
 
 def _usage(counts: list[int]) -> dict[str, int]:

@@ -29,10 +29,15 @@ def json_response(content: Any):
     return Response(orjson.dumps(content), media_type="application/json")
 
 
-def vector_floats(vectors: np.ndarray) -> list:
-    """``vectors`` (one row or a matrix) as float32 values in Python floats; an error on NaN
-    or infinity, which JSON cannot write (orjson would write ``null``)."""
+def finite_float32(vectors: np.ndarray) -> np.ndarray:
+    """``vectors`` (one row or a matrix) as float32; an error on NaN or infinity, which JSON
+    cannot write (orjson would write ``null``) and no client should get in base64 either."""
     vectors = np.asarray(vectors, dtype=np.float32)
     if not np.isfinite(vectors).all():
         raise ValueError("the encoder returned a vector with NaN or infinite values")
-    return vectors.tolist()
+    return vectors
+
+
+def vector_floats(vectors: np.ndarray) -> list:
+    """:func:`finite_float32` of ``vectors`` as Python floats (nested lists for a matrix)."""
+    return finite_float32(vectors).tolist()

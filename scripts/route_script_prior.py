@@ -41,12 +41,12 @@ import sys
 import unicodedata
 from pathlib import Path
 
-import langcodes
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import measure_soft_routing as msr  # noqa: E402
 
+from disembed.data.languages import language_script  # noqa: E402
 from disembed.encoders import load_encoder  # noqa: E402
 from disembed.encoders.cached import cached  # noqa: E402
 from disembed.evaluation.metrics import retrieval_accuracy  # noqa: E402
@@ -78,27 +78,25 @@ def text_script(text: str) -> str | None:
 
 
 def language_scripts(code: str) -> set[str]:
-    script = langcodes.Language.get(code).maximize().script
+    script = language_script(code).rsplit("-", 1)[1]  # the CLDR's likely script (MTEB's)
     return WRITES.get(script, {script})
 
 
 def route_weights(model, X: np.ndarray, texts: list[str], mode: str) -> np.ndarray:
-    """``(n, L)`` weights over ``model.language_id_.languages_`` (dropped below 1e-4 and
-    renormalised, as the library does)."""
+    """``(n, L)`` weights over ``model.language_id_.languages_``: the identifier's own
+    (``T1``; the model's route temperature, 1), one-hot on its largest (``argmax``), or
+    its own masked to the text's script and renormalised (``script``)."""
     lid = model.language_id_
-    logits = lid._logits(X)[1].astype(np.float64)
+    w = lid.route_weights(X)
     if mode == "argmax":
-        return np.eye(len(lid.languages_))[logits.argmax(axis=1)]
-    z = logits - logits.max(axis=1, keepdims=True)
-    w = np.exp(z) / np.exp(z).sum(axis=1, keepdims=True)
+        return np.eye(len(lid.languages_))[w.argmax(axis=1)]
     if mode == "script":
         writes = [language_scripts(k) for k in lid.languages_]
         allowed = np.array([[text_script(t) in s for s in writes] for t in texts], float)
         masked = w * allowed
         some = masked.sum(axis=1) > 0  # else no training language writes it: unmasked
         w[some] = masked[some] / masked[some].sum(axis=1, keepdims=True)
-    w[w < 1e-4] = 0.0
-    return w / w.sum(axis=1, keepdims=True)
+    return w
 
 
 def mixed_meaning(model, X: np.ndarray, texts: list[str], mode: str) -> np.ndarray:

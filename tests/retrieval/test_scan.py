@@ -1,6 +1,7 @@
 """The pass over the blocks: workers, even row blocks, conversion, stopping on a failure."""
 
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -39,7 +40,17 @@ def test_a_failing_job_stops_the_others_and_raises():
 
 
 def test_the_scan_takes_no_more_row_blocks_after_a_worker_fails(monkeypatch):
+    """Even when the caller's thread wakes late (a loaded CI machine: it once woke after the
+    other worker had taken all 25 blocks), the failing worker itself stops the queue."""
     calls = []
+    wait = scan_module.wait
+
+    def late_wait(*args, **kw):
+        out = wait(*args, **kw)
+        time.sleep(0.3)
+        return out
+
+    monkeypatch.setattr(scan_module, "wait", late_wait)
 
     def failing(sims, r, c, fwd, r0, bwd, c0, group, **kw):
         calls.append(r0)

@@ -153,7 +153,18 @@ def _chunk_lists(bwd: TopKLists | None, s0: int, rows: int) -> TopKLists | None:
 
 def _work(x: np.ndarray, chunk: torch.Tensor, fwd: TopKLists, bwd: TopKLists | None, s0: int,
           queue: _RowBlocks, blocks: Blocks, dtype: torch.dtype) -> None:
-    """One worker: take row blocks until none is left; multiply and screen each."""
+    """One worker: take row blocks until none is left; multiply and screen each. A failure
+    stops the queue here, in the failing thread, before the error reaches the caller: the
+    other workers take no further block, however late the caller's thread is scheduled."""
+    try:
+        _take_blocks(x, chunk, fwd, bwd, s0, queue, blocks, dtype)
+    except BaseException:
+        queue.stop()
+        raise
+
+
+def _take_blocks(x: np.ndarray, chunk: torch.Tensor, fwd: TopKLists, bwd: TopKLists | None,
+                 s0: int, queue: _RowBlocks, blocks: Blocks, dtype: torch.dtype) -> None:
     g = blocks.group
     rows_pad, cols_pad = _pad(blocks.rows, g), _pad(min(blocks.cols, len(chunk)), g)
     buf = torch.empty(rows_pad * cols_pad, dtype=dtype)

@@ -152,14 +152,57 @@ def normalize_language(code: str) -> str:
 
 def normalize_tag(code: str | None) -> str | None:
     """A per-row language tag: ``None`` for no tag or one of :data:`NO_LANGUAGE` (``und``,
-    ``mul``: the row's language is then identified from its text), else
-    :func:`normalize_language`'s canonical code."""
+    ``mul``: the row's language is then identified from its embedding); ``und-Hani`` for
+    an undetermined language with a script subtag (``und-Hani``, ``mul_hani``,
+    ``und-Hani-TW``: identified among the languages that write Han, see
+    :func:`script_subtag`); else :func:`normalize_language`'s canonical code."""
     if code is None:
         return None
-    if isinstance(code, str) and code.strip().replace("_", "-").split("-")[0].lower() \
-            in NO_LANGUAGE:
-        return None
+    if isinstance(code, str):
+        parts = code.strip().replace("_", "-").split("-")
+        if parts[0].lower() in NO_LANGUAGE:
+            script = parts[1] if len(parts) > 1 and len(parts[1]) == 4 else None
+            if script is None or not script.isascii() or not script.isalpha():
+                return None
+            return f"{UNDETERMINED}-{script.title()}"
     return normalize_language(code)
+
+
+#: the language subtag of a per-row tag that names a script but no language
+UNDETERMINED = "und"
+
+
+def script_subtag(tag: str | None) -> str | None:
+    """The script of a normalised tag that names only a script (``und-Hani`` -> ``Hani``),
+    else ``None``."""
+    if isinstance(tag, str) and tag.startswith(UNDETERMINED + "-"):
+        return tag[len(UNDETERMINED) + 1:]
+    return None
+
+
+#: scripts that stand for several (a CLDR likely script -> the ISO 15924 scripts of its
+#: letters, as :func:`disembed.util.scripts.script_of` names them)
+_SCRIPT_PARTS = {"Hans": ("Hani",), "Hant": ("Hani",), "Jpan": ("Hani", "Hira", "Kana"),
+                 "Kore": ("Hang", "Hani")}
+#: languages widely written in more than their CLDR likely script
+_OTHER_SCRIPTS = {
+    "sr": ("Latn",), "sh": ("Cyrl",), "bs": ("Cyrl",), "uz": ("Cyrl",), "az": ("Cyrl", "Arab"),
+    "kk": ("Latn",), "ky": ("Latn",), "tk": ("Cyrl",), "tt": ("Latn",), "mn": ("Mong",),
+    "pa": ("Arab",), "sd": ("Deva",), "ks": ("Deva",), "ku": ("Arab",), "ug": ("Cyrl", "Latn"),
+    "ms": ("Arab",), "ha": ("Arab",), "ko": ("Hani",), "ja": ("Hani", "Hira", "Kana"),
+}
+
+
+@functools.lru_cache(maxsize=1024)
+def language_scripts(code: str) -> frozenset[str]:
+    """The ISO 15924 scripts a language is written in (``zh`` -> Hani, ``ja`` -> Hani,
+    Hira, Kana, ``sr`` -> Cyrl, Latn): its CLDR likely script (:func:`language_script`),
+    split where it stands for several, and a short list of languages widely written in a
+    second one. A router restricts an ``und-<script>`` row to the languages that write
+    its script."""
+    canonical = normalize_language(code)
+    script = language_script(canonical).rsplit("-", 1)[1]
+    return frozenset(_SCRIPT_PARTS.get(script, (script,)) + _OTHER_SCRIPTS.get(canonical, ()))
 
 
 @functools.lru_cache(maxsize=1)

@@ -12,11 +12,13 @@ The contract with the rest of the library::
     Embed = Callable[[list[str]], np.ndarray]        # texts -> (n, d) float32
     Views = Callable[[np.ndarray, str], dict[str, np.ndarray]]
         # (n, d) embeddings of sentences in ONE canonical language, that language
-        # -> {"meaning": (n, d1), "language": (n, d2)} (any subset of keys)
+        # -> {"meaning": (n, d1), "language": (n, d2)} (any subset of keys);
+        # a Views with a ``texts`` parameter is also given the n texts (texts=...)
 """
 
 from __future__ import annotations
 
+import inspect
 import logging
 import time
 import zlib
@@ -311,9 +313,9 @@ class Task(ABC):
             subset = self.subsample(subset)
             sizes[subset.name] = len(subset)
             view_a = _call_views(views, _call_embed(embed, subset.texts_a, subset, "a"),
-                                 subset.lang_a, subset)
+                                 subset.lang_a, subset, list(subset.texts_a))
             view_b = _call_views(views, _call_embed(embed, subset.texts_b, subset, "b"),
-                                 subset.lang_b, subset)
+                                 subset.lang_b, subset, list(subset.texts_b))
             shared = [v for v in view_a if v in view_b]
             if len(shared) != len(view_a) or len(shared) != len(view_b):
                 logger.warning("%s %s: views differ between sides (%s vs %s); scoring %s",
@@ -354,9 +356,18 @@ def _call_embed(embed: Embed, texts: list[str], subset: PairedSubset, side: str)
     return e
 
 
-def _call_views(views: Views, e: np.ndarray, lang: str, subset: PairedSubset
-                ) -> dict[str, np.ndarray]:
-    out = views(e, lang)
+def _takes_texts(views: Views) -> bool:
+    """Whether ``views`` has a ``texts`` parameter (a view that reads the texts themselves,
+    e.g. their script for an untagged meaning)."""
+    try:
+        return "texts" in inspect.signature(views).parameters
+    except (TypeError, ValueError):  # a builtin or C callable: no signature to read
+        return False
+
+
+def _call_views(views: Views, e: np.ndarray, lang: str, subset: PairedSubset,
+                texts: list[str]) -> dict[str, np.ndarray]:
+    out = views(e, lang, texts=texts) if _takes_texts(views) else views(e, lang)
     if not isinstance(out, dict) or not out:
         raise ShapeError(
             f"views returned {type(out).__name__} for language {lang!r} (subset "

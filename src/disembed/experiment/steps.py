@@ -29,6 +29,7 @@ from ..evaluation import DEFAULT_TASKS, EvalOptions, Task, TaskScores
 from ..exceptions import ConfigError
 from ..methods import Disentangler, make_method, method_class
 from ..saved_model import ModelMetadata
+from ..util.scripts import script_tag
 from .spec import RunSpec, TrainingData, Workspace
 from .tasks import build_tasks, kept_out_sets
 
@@ -101,15 +102,32 @@ def uses_language(method: str, params: Mapping[str, Any] | None = None) -> bool:
     return bool(make_method(method, **dict(params or {})).uses_language)
 
 
-def with_untagged(model: Disentangler) -> Callable[[np.ndarray, str], dict[str, np.ndarray]]:
+def untagged(texts: Sequence[str] | None) -> list[str | None] | None:
+    """The tags a user without tags gives, as every surface that has the texts sends them:
+    each text's script alone (``und-Hani``, :func:`~disembed.util.scripts.script_tag`),
+    which the model's identifier then mixes the languages of that script for."""
+    return None if texts is None else [script_tag(t) for t in texts]
+
+
+def with_untagged(model: Disentangler) -> Callable[..., dict[str, np.ndarray]]:
     """``model.views`` plus, for a model that uses a language, the meaning part computed
     without the tag (:data:`UNTAGGED_VIEW`): what a user without tags gets, beside the
     gold-tag score in every table."""
-    def views(X: np.ndarray, language: str) -> dict[str, np.ndarray]:
+    def views(X: np.ndarray, language: str, texts: Sequence[str] | None = None
+              ) -> dict[str, np.ndarray]:
         out = model.views(X, language)
         if model.uses_language and model.language_identifier is not None:
-            out[UNTAGGED_VIEW] = model.meaning(X, None)
+            out[UNTAGGED_VIEW] = model.meaning(X, untagged(texts))
         return out
+
+    return views
+
+
+def without_tags(model: Disentangler) -> Callable[..., dict[str, np.ndarray]]:
+    """``model.views`` as a user without tags gets them (:func:`untagged`)."""
+    def views(X: np.ndarray, _language: str, texts: Sequence[str] | None = None
+              ) -> dict[str, np.ndarray]:
+        return model.views(X, untagged(texts))
 
     return views
 
@@ -148,14 +166,14 @@ def evaluate(model: Disentangler, encoder: Encoder,
 
     ``tasks``: registry names (built from ``options``, every item by default) or task
     instances. ``tags``: ``"gold"`` gives the model each sentence's language, ``"none"``
-    gives it none (the model identifies the language from the embedding, as a user
-    without tags has it). A language the model never saw is always handled inductively
-    (the model's fallback or calibration; nothing from the test set).
+    gives it none, only each text's script (the model identifies the language from the
+    embedding among the languages that write that script, as a user without tags has it
+    on every surface: :func:`untagged`). A language the model never saw is always handled
+    inductively (the model's fallback or calibration; nothing from the test set).
     """
     if tags not in ("gold", "none"):
         raise ConfigError(f"tags must be 'gold' or 'none'; got {tags!r}")
-    views = with_untagged(model) if tags == "gold" else (
-        lambda X, _language: model.views(X, None))
+    views = with_untagged(model) if tags == "gold" else without_tags(model)
     options = options or EvalOptions()
     names = [t for t in tasks if isinstance(t, str)]
     built = iter(build_tasks(names, options, data_dir=None if data_dir is None else str(

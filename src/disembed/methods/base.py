@@ -44,7 +44,7 @@ from typing import Any, ClassVar, Sequence
 
 import numpy as np
 
-from ..data.languages import normalize_language, normalize_tag
+from ..data.languages import normalize_language, normalize_tag, script_subtag
 from ..exceptions import (
     CheckpointError,
     ConfigError,
@@ -315,8 +315,10 @@ class Disentangler(ABC):
         (:meth:`~.language_id.LanguageIdentifier.route_weights`)."""
         langs = normalize_languages(languages, len(X))
         if not self.uses_language:
-            return Routing.hard(langs)
-        missing = np.array([x is None for x in langs.tolist()], dtype=bool)
+            return Routing.hard(np.array([None if script_subtag(x) else x
+                                          for x in langs.tolist()], dtype=object))
+        missing = np.array([x is None or script_subtag(x) is not None for x in langs.tolist()],
+                           dtype=bool)
         mixed = missing.copy()
         lid = self.language_identifier
         if self.unknown_policy == "nearest" and lid is not None:
@@ -330,7 +332,9 @@ class Disentangler(ABC):
                         "routes of the languages it may be in, weighted by the identifier "
                         "(most likely: %s; mean confidence %.2f)", self.name,
                         int(missing.sum()), pred.summary(), float(pred.confidence.mean()))
-        return Routing(langs, mixed, lid.route_weights(X[mixed]), tuple(lid.languages_))
+        allowed = lid.allowed_for_scripts([script_subtag(x) for x in langs[mixed].tolist()])
+        return Routing(langs, mixed, lid.route_weights(X[mixed], allowed),
+                       tuple(lid.languages_))
 
     def resolve_languages(self, X: np.ndarray, languages: Languages) -> np.ndarray:
         """``(n,)`` the code each row is reported as (the service's ``language`` field): its

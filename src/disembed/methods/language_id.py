@@ -27,10 +27,11 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, Sequence
 
 import numpy as np
 
+from ..data.languages import language_scripts
 from ..exceptions import CheckpointError, ConfigError, NotFittedError
 
 logger = logging.getLogger(__name__)
@@ -128,11 +129,18 @@ class LanguageIdentifier:
         Z = _unit(np.asarray(X, np.float32) - self.center_)
         return Z, Z @ self.W_.T + self.b_
 
-    def route_weights(self, X: np.ndarray) -> np.ndarray:
+    def route_weights(self, X: np.ndarray, allowed: np.ndarray | None = None) -> np.ndarray:
         """``(n, L) float64``: the weight of each language's route for each row of raw
         embeddings ``X (n, d)``, ``softmax(logits / route_temperature)`` with weights below
-        :data:`MIN_ROUTE_WEIGHT` dropped and each row renormalised (row by row)."""
+        :data:`MIN_ROUTE_WEIGHT` dropped and each row renormalised (row by row).
+
+        ``allowed (n, L) bool``: the languages each row may be in (the script prior,
+        :meth:`allowed_for_scripts`); the others' logits are ``-inf``, so the posterior is
+        the identifier's, restricted to them and renormalised. Every row needs at least one.
+        """
         logits = self._logits(X)[1].astype(np.float64) / self.route_temperature
+        if allowed is not None:
+            logits = np.where(allowed, logits, -np.inf)
         logits -= logits.max(axis=1, keepdims=True)
         if self.route_map == "sparsemax":
             w = sparsemax(logits)
@@ -141,6 +149,21 @@ class LanguageIdentifier:
             w /= w.sum(axis=1, keepdims=True)
         w[w < MIN_ROUTE_WEIGHT] = 0.0
         return w / w.sum(axis=1, keepdims=True)
+
+    def allowed_for_scripts(self, scripts: Sequence[str | None]) -> np.ndarray:
+        """``(n, L) bool``: for each row's script (ISO 15924, ``None``: none known), the
+        languages of :attr:`languages_` that write it
+        (:func:`~disembed.data.languages.language_scripts`); all of them where the row has
+        no script or none of them writes it (a Greek text for a model without Greek: the
+        identifier's whole posterior, as without the prior)."""
+        writes = {}
+        for code in self.languages_:
+            for script in language_scripts(code):
+                writes.setdefault(script, np.zeros(len(self.languages_), bool))[
+                    self.languages_.index(code)] = True
+        every = np.ones(len(self.languages_), bool)
+        return np.array([writes.get(s, every) for s in scripts], bool).reshape(
+            len(scripts), len(self.languages_))
 
     def predict(self, X: np.ndarray) -> LanguagePrediction:
         """The language of each row of raw embeddings ``X (n, d)``."""

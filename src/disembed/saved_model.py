@@ -43,6 +43,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
+import numpy as np
+
 from .data.languages import normalize_language
 from .encoders import (
     Encoder,
@@ -62,6 +64,7 @@ from .exceptions import (
     UnknownNameError,
 )
 from .methods import Disentangler, load_disentangler
+from .methods.routing import tags_with_scripts
 from .util.locks import folder_lock
 from .util.text import is_blank
 
@@ -134,6 +137,16 @@ class SavedModel:
 
     def __iter__(self) -> Iterator[Any]:
         return iter((self.encoder, self.disentangler))
+
+    def meaning(self, texts: Sequence[str], languages: Any = None, *, batch_size: int = 64
+                ) -> np.ndarray:
+        """The meaning vectors ``(n, d_m) float32`` of ``texts``, as every surface computes
+        them (the CLI, the service, the export): the encoder's embeddings, then the model's
+        meaning part, a text without a tag routed by its script and the identifier
+        (:func:`~disembed.methods.routing.tags_with_scripts`). ``languages``: one code for
+        all, one per text, or ``None``."""
+        X = self.encoder.encode(list(texts), batch_size=batch_size)
+        return self.disentangler.meaning(X, tags_with_scripts(texts, languages))
 
     @property
     def encoder_spec(self) -> str:

@@ -28,8 +28,8 @@ from ..encoders.truncated import TruncatedEncoder
 from ..evaluation import DEFAULT_TASKS, EvalOptions, Task, TaskScores
 from ..exceptions import ConfigError
 from ..methods import Disentangler, make_method, method_class
+from ..methods.routing import tags_with_scripts
 from ..saved_model import ModelMetadata
-from ..util.scripts import script_tag
 from .spec import RunSpec, TrainingData, Workspace
 from .tasks import build_tasks, kept_out_sets
 
@@ -104,9 +104,10 @@ def uses_language(method: str, params: Mapping[str, Any] | None = None) -> bool:
 
 def untagged(texts: Sequence[str] | None) -> list[str | None] | None:
     """The tags a user without tags gives, as every surface that has the texts sends them:
-    each text's script alone (``und-Hani``, :func:`~disembed.util.scripts.script_tag`),
-    which the model's identifier then mixes the languages of that script for."""
-    return None if texts is None else [script_tag(t) for t in texts]
+    each text's script alone (``und-Hani``,
+    :func:`~disembed.methods.routing.tags_with_scripts`), which the model's identifier then
+    mixes the languages of that script for."""
+    return None if texts is None else tags_with_scripts(texts)
 
 
 def with_untagged(model: Disentangler) -> Callable[..., dict[str, np.ndarray]]:

@@ -21,15 +21,27 @@ the row itself: ``meaning(X)[i] == meaning(X[i:i+1])``.
 :class:`Routing` holds the decision for one call; :meth:`Routing.apply` runs a recipe's
 function once per route over the rows that need it and mixes the results. Outputs may be
 an array ``(n, ...)``, ``None`` (no language part), or a dict of arrays (``views``).
+
+**The script prior.** An untagged row whose text is known carries its script as the tag
+``und-<Script>`` (:func:`tags_with_scripts`, what every surface with texts sends: the
+library's :meth:`~disembed.saved_model.SavedModel.meaning`, ``evaluate``, the CLI, the
+service, the export): its weights are the identifier's posterior restricted to the
+training languages that write that script and renormalised
+(:meth:`~.language_id.LanguageIdentifier.allowed_for_scripts`), or the whole posterior
+where none writes it. The restriction is a function of the text, so the map stays
+continuous in ``x``; ``meaning(X)`` without texts keeps the whole posterior.
 """
 
 from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import numpy as np
+
+from ..data.languages import normalize_tag
+from ..util.scripts import script_tag
 
 
 def _map(fn: Callable, *trees: Any) -> Any:
@@ -104,3 +116,22 @@ def _place(out: Any, rows: np.ndarray, part: Any, n: int) -> Any:
         out = _map(lambda a: np.zeros((n, *a.shape[1:]), a.dtype), part)
     _map(lambda o, a: o.__setitem__(rows, a), out, part)
     return out
+
+
+def tags_with_scripts(texts: Sequence[str], languages: Any = None) -> list[str | None]:
+    """One tag per text, as every surface that has the texts gives them to a model: the
+    given tag (one for all, or one per text; normalised), and for a text without one
+    (``None``, ``und``, ``mul``) its script, ``und-<Script>``
+    (:func:`~disembed.util.scripts.script_tag`; ``None`` for a text without letters)."""
+    n = len(texts)
+    if languages is None or isinstance(languages, str):
+        languages = [languages] * n
+    languages = list(languages)
+    if len(languages) != n:
+        from ..exceptions import ShapeError
+
+        raise ShapeError(f"got {len(languages)} language codes for {n} texts; give one code "
+                         "per text or a single code for all")
+    tags = [normalize_tag(code) if code is not None else None for code in languages]
+    return [script_tag(text) if tag is None else tag
+            for text, tag in zip(texts, tags, strict=True)]

@@ -1,44 +1,46 @@
-"""Issue 31, point 2, on validation data only: the identifier's posterior restricted to the
-languages that write the text's main script (a *script prior*), against the old argmax and
-the default T = 1 mixture (docs/language_free.md, "A script prior").
+"""Issue 31, point 2: the script prior (the identifier's posterior restricted to the
+languages that write the text's script, the library's route for an untagged text since
+this change) against the old argmax and the unrestricted T = 1 mixture
+(docs/language_free.md, "The script prior").
 
 For an untagged row with text ``t`` and raw embedding ``x``:
 
     w_k(x, t) = softmax(logits(x))_k [lang k writes script(t)] / sum_j (same)
 
-renormalised; where no training language writes the script (Greek, Thai, ...) the
-posterior is left as it is. ``script(t)`` is the Unicode script of most of the text's
-letters; a language's scripts come from the CLDR's likely subtags (``langcodes``: zh
-writes Han, ja Han and kana, ko Hangul and Han). The weights then mix the library's own
-routes, ``m = sum_k w_k route_k(x)`` (each ``route_k`` is ``model.meaning(x, k)``), which is
-the library's rule for any weights; ``argmax`` and ``T1`` are the same rule with one-hot
-and unmasked weights. The weights use the text, not only ``x``: the library's
-``meaning(X)`` has no text, so this is a measurement, not a route the library offers.
+(the library masks the logits, then drops weights under ``MIN_ROUTE_WEIGHT``); where no
+training language writes the script (Greek, Thai, ...) the posterior is left as it is.
+``script(t)`` is :func:`disembed.util.scripts.script_of`; a language's scripts
+:func:`disembed.data.languages.language_scripts`. ``script`` and ``T1`` are the library's
+own ``model.meaning`` (with each text's ``und-<Script>`` tag, or none); ``argmax`` mixes
+the library's routes with one-hot weights (the route before issue 31).
 
-Validation exactly as ``measure_soft_routing.py --part validation``: the default job's pool
-with 300 pairs of every language held out, the model fitted on the rest (seed-centered with
-its defaults at the training seeds given, which keeps the mirror fit WMT20 QE dev
-prefers; mean-centering), untagged held-out xx<->en retrieval and WMT20 QE **dev** Pearson
-per pair, x100, e5-small torch bfloat16 from the cache.
+``--part validation``: exactly as ``measure_soft_routing.py --part validation``: the
+default job's pool with 300 pairs of every language held out, the model fitted on the rest
+(seed-centered with its defaults at the training seeds given, which keeps the mirror fit
+WMT20 QE dev prefers; mean-centering), untagged held-out xx<->en retrieval and WMT20 QE
+**dev** Pearson per pair, x100, e5-small torch bfloat16 from the cache.
 
-``--part continuity``: on ``measure_soft_routing.py``'s 18-script Tatoeba set (150 sentences
-of each script, 2,700 rows) with the default job's mean-centering model, each row's mask
-fixed by its text: the lowest cosine between ``m(x)`` and ``m(x + d)``, ``|d| = 0.01 |x|``,
-for a random ``d`` (lowest of 5) and the worst ``d`` found (that script's search, through
-this map in torch, checked equal to the numpy mixture), and between the meanings of the
-bfloat16 and the float32 embedding of the same text.
+``--part continuity``: on ``measure_soft_routing.py``'s 18-script Tatoeba set (150
+sentences of each script, 2,700 rows) with the default job's mean-centering model, each
+row's mask fixed by its text: the lowest cosine between ``m(x)`` and ``m(x + d)``,
+``|d| = 0.01 |x|``, for a random ``d`` (lowest of 5) and the worst ``d`` found (that
+script's search, through this map in torch, checked equal to the library's), and between
+the meanings of the bfloat16 and the float32 embedding of the same text.
+
+``--part test --runs DIR``: every model a ``disembed scale`` run saved, scored untagged on
+its test tasks under the three weights (the same fits; ``script`` is checked equal to the
+run's own untagged score). A measurement made once, after the choice.
 
     python scripts/route_script_prior.py --part validation --seeds 0,1,2
     python scripts/route_script_prior.py --part continuity
+    python scripts/route_script_prior.py --part test --runs runs/scale-script
 """
 
 from __future__ import annotations
 
 import argparse
-import collections
 import logging
 import sys
-import unicodedata
 from pathlib import Path
 
 import numpy as np
@@ -46,60 +48,45 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import measure_soft_routing as msr  # noqa: E402
 
-from disembed.data.languages import language_script  # noqa: E402
+from disembed.data.languages import language_scripts  # noqa: E402
 from disembed.encoders import load_encoder  # noqa: E402
 from disembed.encoders.cached import cached  # noqa: E402
+from disembed.evaluation import EvalOptions  # noqa: E402
 from disembed.evaluation.metrics import retrieval_accuracy  # noqa: E402
 from disembed.experiment import DEFAULT_RECIPE, DEFAULT_RECIPE_PARAMS, TrainingData  # noqa: E402
 from disembed.experiment.params import build_method  # noqa: E402
 from disembed.experiment.steps import embed_pairs, load_training_set  # noqa: E402
+from disembed.experiment.tasks import build_tasks  # noqa: E402
 from disembed.experiment.validation import qe_dev_validator  # noqa: E402
+from disembed.methods.routing import tags_with_scripts  # noqa: E402
+from disembed.saved_model import SavedModel  # noqa: E402
+from disembed.util.scripts import script_of  # noqa: E402
 
-#: the first word of a letter's Unicode name -> its ISO 15924 script
-UNICODE_SCRIPT = {
-    "LATIN": "Latn", "CYRILLIC": "Cyrl", "CJK": "Hani", "HIRAGANA": "Kana", "KATAKANA": "Kana",
-    "HANGUL": "Hang", "DEVANAGARI": "Deva", "SINHALA": "Sinh", "ARABIC": "Arab",
-    "GREEK": "Grek", "HEBREW": "Hebr", "THAI": "Thai", "BENGALI": "Beng", "TAMIL": "Taml",
-    "TELUGU": "Telu", "GEORGIAN": "Geor", "ARMENIAN": "Armn", "ETHIOPIC": "Ethi",
-    "KHMER": "Khmr", "MALAYALAM": "Mlym", "GUJARATI": "Gujr", "GURMUKHI": "Guru",
-    "KANNADA": "Knda"}
-#: a CLDR script that stands for several Unicode ones
-WRITES = {"Hans": {"Hani"}, "Hant": {"Hani"}, "Jpan": {"Hani", "Kana"},
-          "Kore": {"Hang", "Hani"}}
 MODES = ("argmax", "T1", "script")
-
-
-def text_script(text: str) -> str | None:
-    """The script of most of ``text``'s letters (None: no letter)."""
-    counts = collections.Counter(
-        UNICODE_SCRIPT.get(unicodedata.name(ch, "OTHER").split()[0], "other")
-        for ch in text if ch.isalpha())
-    return counts.most_common(1)[0][0] if counts else None
-
-
-def language_scripts(code: str) -> set[str]:
-    script = language_script(code).rsplit("-", 1)[1]  # the CLDR's likely script (MTEB's)
-    return WRITES.get(script, {script})
 
 
 def route_weights(model, X: np.ndarray, texts: list[str], mode: str) -> np.ndarray:
     """``(n, L)`` weights over ``model.language_id_.languages_``: the identifier's own
     (``T1``; the model's route temperature, 1), one-hot on its largest (``argmax``), or
-    its own masked to the text's script and renormalised (``script``)."""
+    the library's script prior (``script``: the posterior restricted to the languages that
+    write each text's script, :meth:`LanguageIdentifier.allowed_for_scripts`)."""
     lid = model.language_id_
+    if mode == "script":
+        return lid.route_weights(X, lid.allowed_for_scripts([script_of(t) for t in texts]))
     w = lid.route_weights(X)
     if mode == "argmax":
         return np.eye(len(lid.languages_))[w.argmax(axis=1)]
-    if mode == "script":
-        writes = [language_scripts(k) for k in lid.languages_]
-        allowed = np.array([[text_script(t) in s for s in writes] for t in texts], float)
-        masked = w * allowed
-        some = masked.sum(axis=1) > 0  # else no training language writes it: unmasked
-        w[some] = masked[some] / masked[some].sum(axis=1, keepdims=True)
     return w
 
 
 def mixed_meaning(model, X: np.ndarray, texts: list[str], mode: str) -> np.ndarray:
+    """The untagged meaning under ``mode``: the library's own ``model.meaning`` with no tag
+    (``T1``) or with each text's script (``script``, what every surface sends:
+    :func:`tags_with_scripts`); ``argmax`` mixes the library's routes with one-hot weights."""
+    if mode == "T1":
+        return model.meaning(X, None)
+    if mode == "script":
+        return model.meaning(X, tags_with_scripts(texts))
     w = route_weights(model, X, texts, mode)
     out = None
     for k, code in enumerate(model.language_id_.languages_):
@@ -113,21 +100,27 @@ def mixed_meaning(model, X: np.ndarray, texts: list[str], mode: str) -> np.ndarr
 
 def masked_torch_map(model, texts: list[str]):
     """The script-prior mixture as a torch function of ``e (n, d)`` for these ``texts``'
-    rows (the export's own module, its weights masked row by row)."""
+    rows (the export's own module, its logits masked row by row as the library does)."""
     import torch
 
     f = msr.torch_meaning(model)
     module = f.__self__
-    writes = [language_scripts(k) for k in model.language_id_.languages_]
-    allowed = torch.tensor([[text_script(t) in s for s in writes] for t in texts],
-                           dtype=torch.float64)
-    allowed[allowed.sum(dim=1) == 0] = 1.0  # no training language writes it: unmasked
-    unmasked = module.route_weights
+    lid = model.language_id_
+    allowed = torch.from_numpy(lid.allowed_for_scripts([script_of(t) for t in texts]))
+    unmasked_logits = module.route_weights
 
     def route_weights(e):
-        w = unmasked(e) * allowed
+        t = module.tensors
+        z = e - t["lid.center"]
+        z = z / z.norm(dim=1, keepdim=True).clamp_min(1e-12)
+        logits = (z @ t["lid.W"].T + t["lid.b"]).double() / module.route_temperature
+        logits = torch.where(allowed, logits, torch.tensor(-torch.inf, dtype=logits.dtype))
+        logits = logits - logits.max(dim=1, keepdim=True).values
+        w = torch.softmax(logits, 1)
+        w = torch.where(w < module.min_route_weight, torch.zeros_like(w), w)
         return w / w.sum(dim=1, keepdim=True)
 
+    assert module.route_map == "softmax" and unmasked_logits is not None
     module.route_weights = route_weights
     return f
 
@@ -161,7 +154,7 @@ def continuity(enc) -> None:
             "bfloat16 vs float32": msr._cos(mb, mf)}
     first = dict(zip(langs, texts, strict=True))  # each script's last sentence
     masks = {msr.SCRIPTS[c]: [k for k in model.language_id_.languages_
-                              if text_script(t) in language_scripts(k)] or "none"
+                              if script_of(t) in language_scripts(k)] or "none"
              for c, t in first.items()}
     print(f"{len(texts)} rows, {len(msr.SCRIPTS)} scripts; mask of one sentence each: {masks}")
     print("| check | min | rows < 0.999 | lowest script |\n|---|---:|---:|---|")
@@ -172,15 +165,49 @@ def continuity(enc) -> None:
               f"{msr.SCRIPTS[worst]} |")
 
 
+def test_rescore(enc, runs: Path) -> None:
+    """Every saved model of a ``disembed scale`` output (``runs/SIZE/METHOD/seed-N/model``)
+    scored untagged on the test tasks under the three weights: the same fits, so the only
+    difference is the route. ``script`` must reproduce the run's own untagged score."""
+    from disembed.results import RunResult
+
+    options = EvalOptions(max_items=300, task_options={"tatoeba": {"languages": "tatoeba-14"}})
+    tasks = build_tasks(["tatoeba", "sts17", "wmt20-qe"], options)
+    print("| recipe | seed | task | argmax | T = 1 | script prior | script - argmax | "
+          "script - T1 |\n|---|---|---|---:|---:|---:|---:|---:|")
+    for run in sorted(runs.glob("*/*/seed-*")):
+        model = SavedModel.load(run / "model").disentangler
+        recorded = {t.task: t.main_score("untagged") for t in RunResult.load(run).scores}
+        for task in tasks:
+            got = {}
+            for mode in MODES:
+                scores = task.evaluate(
+                    lambda texts: enc.encode(texts),
+                    lambda X, _lang, texts, mode=mode, model=model: {"untagged": mixed_meaning(
+                        model, X, list(texts), mode)})
+                got[mode] = 100 * scores.main_score("untagged")
+            assert abs(got["script"] - 100 * recorded[task.metadata.name]) < 1e-9, run
+            seed = "-" if run.parent.name == "mean-centering" else run.name.split("-")[1]
+            print(f"| {run.parent.name} | {seed} | {task.metadata.name} | "
+                  + " | ".join(f"{got[m]:.2f}" for m in MODES)
+                  + f" | {got['script'] - got['argmax']:+.2f} | "
+                  f"{got['script'] - got['T1']:+.2f} |", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--part", choices=("validation", "continuity"), default="validation")
+    ap.add_argument("--part", choices=("validation", "continuity", "test"),
+                    default="validation")
+    ap.add_argument("--runs", type=Path, help="--part test: a disembed scale --out folder")
     ap.add_argument("--seeds", default="0,1,2", help="training seeds of seed-centered")
     args = ap.parse_args()
     logging.basicConfig(level=logging.WARNING)
     enc = cached(load_encoder("e5-small-torch", dtype="bfloat16"))
     if args.part == "continuity":
         continuity(enc)
+        return
+    if args.part == "test":
+        test_rescore(enc, args.runs)
         return
     qe = msr.qe_dev(enc)
     built = load_training_set(TrainingData(holdout_per_language=300), msr.TASKS)

@@ -102,11 +102,25 @@ def test_malformed_or_languageless_codes_are_errors(code):
 def test_undetermined_tags_are_no_tag():
     from disembed.data.languages import normalize_tag, valid_language_subtags
 
-    assert [normalize_tag(c) for c in (None, "und", "UND", "mul", "und-Latn", "de")] == [
+    assert [normalize_tag(c) for c in (None, "und", "UND", "mul", "und-DE", "de")] == [
         None, None, None, None, None, "de"]
+    # a script subtag keeps the script (the script prior), in any spelling
+    assert [normalize_tag(c) for c in ("und-Latn", "UND_latn", "mul-Hani", "und-Hani-TW",
+                                       "zh-Hant", "und-1234")] == [
+        "und-Latn", "und-Latn", "und-Hani", "und-Hani", "zh", None]
     valid = valid_language_subtags()
     assert {"yo", "bo", "haw", "de", "deu"} <= set(valid) and len(valid) > 7000
     assert not {"xx", "zzz", "qaa"} & set(valid)
+
+
+def test_a_languages_scripts_split_the_cldr_ones_and_add_a_second_where_widely_used():
+    from disembed.data.languages import language_scripts
+
+    assert language_scripts("zh") == {"Hani"} and language_scripts("zh-Hant") == {"Hani"}
+    assert language_scripts("ja") == {"Hani", "Hira", "Kana"}
+    assert language_scripts("ko") == {"Hang", "Hani"}
+    assert language_scripts("sr") == {"Cyrl", "Latn"} and language_scripts("de") == {"Latn"}
+    assert language_scripts("deu") == {"Latn"} and language_scripts("si") == {"Sinh"}
 
 
 def test_every_bundled_encoders_languages_are_known_codes():

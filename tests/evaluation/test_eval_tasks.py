@@ -136,3 +136,20 @@ def test_tatoeba_names_each_direction_by_its_queries(tiny_data_dir):
     assert scores.get("meaning", "de", "acc_xx2en") == 1.0
     assert scores.get("meaning", "de", "acc_en2xx") == pytest.approx((4 + 1 / 5) / 5)
     assert scores.per_item[("meaning", "de", "acc_en2xx")][0] == pytest.approx(1 / 5)
+
+
+def test_a_views_with_a_texts_parameter_gets_each_sides_own_texts(tiny_data_dir, embed):
+    """The untagged view routes by each text's script, so the task hands a view that asks
+    for them the texts of the very rows it embedded, side by side and in order."""
+    seen = []
+
+    def views(X, lang, texts):
+        seen.append((lang, list(texts)))
+        assert len(texts) == len(X)
+        return {"meaning": X}
+
+    task = TASKS.get("tatoeba")(languages=["de", "zh"], data_dir=tiny_data_dir,
+                                supported=["de", "zh"])
+    task.evaluate(embed, views)
+    assert [texts for _, texts in seen] == embed.calls
+    assert [lang for lang, _ in seen] == ["de", "en", "zh", "en"]

@@ -41,6 +41,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ..data.languages import normalize_tag
+from ..exceptions import ShapeError
 from ..util.scripts import script_tag
 
 
@@ -128,8 +129,6 @@ def tags_with_scripts(texts: Sequence[str], languages: Any = None) -> list[str |
         languages = [languages] * n
     languages = list(languages)
     if len(languages) != n:
-        from ..exceptions import ShapeError
-
         raise ShapeError(f"got {len(languages)} language codes for {n} texts; give one code "
                          "per text or a single code for all")
     tags = [normalize_tag(code) if code is not None else None for code in languages]

@@ -16,6 +16,7 @@ from disembed.data.paths import resolve_data_dir  # noqa: E402
 from disembed.data.tatoeba import load_tatoeba  # noqa: E402
 from disembed.exceptions import DisembedError  # noqa: E402
 from disembed.methods import make_method  # noqa: E402
+from disembed.methods.routing import tags_with_scripts  # noqa: E402
 from disembed.serving import export_model  # noqa: E402
 
 BAR = 0.9999
@@ -76,8 +77,9 @@ def test_e5_export_encode_query_and_document_match_disembed(tmp_path):
     got = encode_in_fresh_process(
         [{"dir": str(out), "texts": texts, "call": call}
          for call in ("encode", "encode_document", "encode_query")], tmp_path)
-    passage = model.meaning(enc.encode(texts), None)
-    query = model.meaning(query_enc.encode(texts), None)
+    # the library's text path: each untagged text restricted to the languages of its script
+    passage = model.meaning(enc.encode(texts), tags_with_scripts(texts))
+    query = model.meaning(query_enc.encode(texts), tags_with_scripts(texts))
     assert cosines(got[0], passage).min() >= BAR
     assert cosines(got[1], passage).min() >= BAR
     assert cosines(got[2], query).min() >= BAR
@@ -100,8 +102,9 @@ def every_language_probe(per_language: int = 3) -> dict[str, list[str]]:
 def test_e5_export_equals_disembed_in_every_tatoeba_language(tmp_path):
     """Issue 18.1 and 17.7: a head recipe, the per-language default recipe and
     mean-centering, exported and run by plain ``SentenceTransformer(path).encode(texts)``
-    (no language given: the per-language ones identify it), cosine >= 0.9999 to disembed's
-    ``model.meaning(X)`` on 3 sentences of each of the 113 Tatoeba files."""
+    (no language given: the per-language ones identify it among the languages of the
+    text's script), cosine >= 0.9999 to disembed's text path ``model.meaning(X,
+    tags_with_scripts(texts))`` on 3 sentences of each of the 113 Tatoeba files."""
     enc = load_encoder("e5-small-torch", dtype="float32")
     probe = every_language_probe()
     texts = [t for lang in sorted(probe) for t in probe[lang]]
@@ -113,7 +116,7 @@ def test_e5_export_equals_disembed_in_every_tatoeba_language(tmp_path):
         model = train_and_save(name, params, enc, ["de", "zh", "ja", "ru"], tmp_path / name)
         out = export_model(tmp_path / name, tmp_path / f"{name}-st").path
         jobs.append({"dir": str(out), "texts": texts, "trust": model.uses_language})
-        expected.append(model.meaning(X))
+        expected.append(model.meaning(X, tags_with_scripts(texts)))
     got = encode_in_fresh_process(jobs, tmp_path)
     worst = {}
     for name, want, vectors in zip(recipes, expected, got, strict=True):

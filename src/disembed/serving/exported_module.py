@@ -22,13 +22,27 @@ For each row ``e (d,)`` of the (normalised) sentence embedding, exactly as disem
    rounding or another precision cannot move it to another language;
 3. a route is a few affine layers ``y = act(x A^T + a)``.
 
+**The script prior** (disembed's ``tags_with_scripts``): a row without a language (no
+code, ``und``, ``mul``) is restricted to the training languages that write its text's
+script, the logits of the others set to ``-inf`` before the softmax, where one of them does;
+``und-Hani`` names the script of every row. The text's script is :func:`script_of`, the
+twin of ``disembed.util.scripts.script_of`` over the code point table the export carries
+(``script_names``, ``script_ranges``; ``language_scripts``: each language's scripts), on
+the text as the caller gave it, without the prompt: the transformer
+(:class:`LengthSortedTransformer`) hands the texts on as the feature
+:data:`TEXTS_FEATURE`. A module config without these keys (an older export) mixes by the
+whole posterior, as before.
+
 Every row is handled on its own, so a row's vector never depends on the other rows.
 """
 
 from __future__ import annotations
 
+import bisect
 import json
 import os
+import re
+import unicodedata
 
 import torch
 from safetensors.torch import load_file, save_file
@@ -41,6 +55,38 @@ WEIGHTS = "model.safetensors"
 NOT_LANGUAGES = ("query", "document", "passage", "corpus")
 #: ``unknown`` values that are no route: mix by the identifier, or refuse
 MIXTURE, ERROR = "mixture", "error"
+#: the feature :class:`LengthSortedTransformer` adds for the head: the batch's texts as the
+#: caller gave them (before the prompt), for their script
+TEXTS_FEATURE = "disembed_texts"
+#: the control characters disembed replaces by a space (``disembed.util.text``)
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def script_of(text: str, names: list[str], ranges: dict[str, list[int]]) -> str | None:
+    """The script of most of ``text``'s letters (``None``: no letter): the twin of
+    ``disembed.util.scripts.script_of``. The text is put in NFC and its control characters
+    become spaces (``disembed.util.text.normalize_text``); each code point inside one of
+    the inclusive ``ranges["starts"][i]..ranges["ends"][i]`` counts for the script
+    ``names[ranges["scripts"][i]]``; ties go to the script first in ``names``."""
+    starts, ends, scripts = ranges["starts"], ranges["ends"], ranges["scripts"]
+    counts = [0] * len(names)
+    for ch in _CONTROL.sub(" ", unicodedata.normalize("NFC", text)):
+        cp = ord(ch)
+        i = bisect.bisect_right(starts, cp) - 1
+        if i >= 0 and cp <= ends[i]:
+            counts[scripts[i]] += 1
+    best = max(counts, default=0)
+    return names[counts.index(best)] if best else None
+
+
+def script_subtag(code: str) -> str | None:
+    """The script of a code that names no language (``und-Hani``, ``mul_hani`` -> ``Hani``),
+    as disembed's ``normalize_tag`` reads it; ``None`` for any other code."""
+    parts = code.strip().replace("_", "-").split("-")
+    script = parts[1] if len(parts) > 1 and len(parts[1]) == 4 else None
+    if script is None or not script.isascii() or not script.isalpha():
+        return None
+    return script.title()
 
 
 def _sparsemax(z: torch.Tensor) -> torch.Tensor:
@@ -58,7 +104,8 @@ class LanguageRoutedMeaning(Module):
 
     config_keys = ["languages", "routes", "activations", "aliases", "unknown", "threshold",
                    "route_temperature", "route_map", "min_route_weight", "valid_languages",
-                   "no_language", "pooling"]
+                   "no_language", "pooling", "language_scripts", "script_names",
+                   "script_ranges"]
     forward_kwargs = {"task", "language"}
 
     def __init__(self, languages: list[str], routes: list[str],
@@ -68,6 +115,9 @@ class LanguageRoutedMeaning(Module):
                  valid_languages: str = "",
                  no_language: list[str] | None = None,
                  pooling: str = "",
+                 language_scripts: dict[str, list[str]] | None = None,
+                 script_names: list[str] | None = None,
+                 script_ranges: dict[str, list[int]] | None = None,
                  tensors: dict[str, torch.Tensor] | None = None) -> None:
         super().__init__()
         self.languages, self.routes, self.activations = list(languages), list(routes), activations
@@ -81,6 +131,9 @@ class LanguageRoutedMeaning(Module):
         # them in float32 (a bfloat16 transformer's output is not rounded to bfloat16 first);
         # "": it takes the sentence embedding of the modules before it
         self.pooling = pooling
+        # the script prior (module docstring); None: an older export, no prior
+        self.language_scripts = language_scripts
+        self.script_names, self.script_ranges = script_names, script_ranges
         self.tensors = {k: v.float() for k, v in (tensors or {}).items()}
 
     # --- the language of each row -------------------------------------------
@@ -107,21 +160,53 @@ class LanguageRoutedMeaning(Module):
                              f"{', '.join(sorted(set(self.routes)))}")
         return None if self.unknown == MIXTURE else self.unknown
 
-    def route_weights(self, e: torch.Tensor) -> torch.Tensor:
-        """``(n, L) float64``: each language's weight for each row of ``e (n, d)``."""
+    def row_scripts(self, code: str | None, texts: list[str] | None, n: int
+                    ) -> list[str | None]:
+        """The script each of ``n`` mixed rows is restricted to (``None``: none): the one
+        ``und-<Script>`` names, else each text's where the code names no language (or there
+        is none), else none (a language the model never saw, as in disembed)."""
+        if code is not None:
+            base = code.strip().replace("_", "-").split("-")[0].lower()
+            if base not in self.no_language:
+                return [None] * n
+            script = script_subtag(code)
+            if script is not None:
+                return [script] * n
+        if texts is None or len(texts) != n or not self.script_ranges or not self.script_names:
+            return [None] * n
+        return [script_of(text, self.script_names, self.script_ranges) for text in texts]
+
+    def allowed(self, scripts: list[str | None]) -> torch.Tensor | None:
+        """``(n, L) bool``: the languages each row may be in, those that write its script;
+        every language where none does or the row has no script (``None``: every row)."""
+        if not self.language_scripts or all(s is None for s in scripts):
+            return None
+        writes = [set(self.language_scripts.get(code, ())) for code in self.languages]
+        rows = [[s in w for w in writes] for s in scripts]
+        return torch.tensor([row if any(row) else [True] * len(row) for row in rows],
+                            dtype=torch.bool).reshape(len(scripts), len(self.languages))
+
+    def route_weights(self, e: torch.Tensor, allowed: torch.Tensor | None = None
+                      ) -> torch.Tensor:
+        """``(n, L) float64``: each language's weight for each row of ``e (n, d)``;
+        ``allowed (n, L) bool``: the others' logits are ``-inf`` (the twin of disembed's
+        ``LanguageIdentifier.route_weights``: masked first, then the small weights
+        dropped, then renormalised)."""
         t = self.tensors
         z = e - t["lid.center"]
         z = z / z.norm(dim=1, keepdim=True).clamp_min(1e-12)
         logits = (z @ t["lid.W"].T + t["lid.b"]).double() / self.route_temperature
+        if allowed is not None:
+            logits = logits.masked_fill(~allowed.to(logits.device), float("-inf"))
         logits = logits - logits.max(dim=1, keepdim=True).values
         w = _sparsemax(logits) if self.route_map == "sparsemax" else torch.softmax(logits, 1)
         w = torch.where(w < self.min_route_weight, torch.zeros_like(w), w)
         return w / w.sum(dim=1, keepdim=True)
 
-    def identify(self, e: torch.Tensor) -> list[str]:
+    def identify(self, e: torch.Tensor, allowed: torch.Tensor | None = None) -> list[str]:
         """The most likely language of each row of ``e (n, d)`` (reporting only: the
         meaning mixes every language's route)."""
-        return [self.languages[int(k)] for k in self.route_weights(e).argmax(dim=1)]
+        return [self.languages[int(k)] for k in self.route_weights(e, allowed).argmax(dim=1)]
 
     # --- the meaning part ------------------------------------------------------
     def route(self, name: str, x: torch.Tensor) -> torch.Tensor:
@@ -132,9 +217,9 @@ class LanguageRoutedMeaning(Module):
                 x = torch.relu(x)
         return x
 
-    def mixture(self, e: torch.Tensor) -> torch.Tensor:
+    def mixture(self, e: torch.Tensor, allowed: torch.Tensor | None = None) -> torch.Tensor:
         """``sum_k w_k route_k(e)`` for each row of ``e (n, d)`` (step 2 of the docstring)."""
-        w = self.route_weights(e)  # (n, L)
+        w = self.route_weights(e, allowed)  # (n, L)
         out = None
         for k, name in enumerate(self.languages):
             rows = torch.nonzero(w[:, k] > 0).flatten()
@@ -160,10 +245,15 @@ class LanguageRoutedMeaning(Module):
 
     def forward(self, features: dict, task: str | None = None, language: str | None = None,
                 **kwargs) -> dict:
+        texts = features.pop(TEXTS_FEATURE, None)
         e = self.pooled(features) if self.pooling else features["sentence_embedding"].float()
         code = language or (task if task not in (None, *NOT_LANGUAGES) else None)
         name = self.language_of(code) if code else None
-        features["sentence_embedding"] = self.route(name, e) if name else self.mixture(e)
+        if name:
+            features["sentence_embedding"] = self.route(name, e)
+        else:
+            allowed = self.allowed(self.row_scripts(code or None, texts, len(e)))
+            features["sentence_embedding"] = self.mixture(e, allowed)
         return features
 
     # --- saving and loading ------------------------------------------------------
@@ -275,9 +365,21 @@ class LengthSortedTransformer(Transformer):
     weight once: on a 2-core AVX-512 CPU, 1 thread, a pass of one 10-token row cost 15-19 ms,
     a token in a 64-row pass 0.27 ms). A row's vector stays a function of the row alone:
     the attention mask hides the padding either way.
+
+    It also hands the batch's texts, as the caller gave them (without the prompt, which
+    ``preprocess`` prepends), to the routed head as the feature :data:`TEXTS_FEATURE`: the
+    head restricts an untagged row to the languages of its script. The feature never
+    reaches the Hugging Face model.
     """
 
     PASS_TOKENS = 128
+
+    def preprocess(self, inputs, prompt: str | None = None, **kwargs) -> dict:
+        features = super().preprocess(inputs, prompt=prompt, **kwargs)
+        if (features and features.get("modality", "text") == "text"
+                and all(isinstance(text, str) for text in inputs)):
+            features[TEXTS_FEATURE] = list(inputs)
+        return features
 
     @classmethod
     def groups(cls, lengths: list[int]) -> list[tuple[int, int]]:
@@ -297,6 +399,15 @@ class LengthSortedTransformer(Transformer):
         return out[::-1]
 
     def forward(self, features: dict, **kwargs) -> dict:
+        texts = features.pop(TEXTS_FEATURE, None)
+        features = self.token_embeddings(features, **kwargs)
+        if texts is not None:
+            features[TEXTS_FEATURE] = texts
+        return features
+
+    def token_embeddings(self, features: dict, **kwargs) -> dict:
+        """``features`` with the transformer's token embeddings (the forward less
+        :data:`TEXTS_FEATURE`)."""
         mask = features.get("attention_mask")
         if (mask is None or mask.dim() != 2 or len(mask) < 2
                 or features.get("modality", "text") != "text"
@@ -332,11 +443,11 @@ class PackedTransformer(LengthSortedTransformer):
     the attention mask hides the padding either way.
     """
 
-    def forward(self, features: dict, **kwargs) -> dict:
+    def token_embeddings(self, features: dict, **kwargs) -> dict:
         mask = features.get("attention_mask")
         if (mask is None or mask.dim() != 2 or features.get("modality", "text") != "text"
                 or not _packable(self.model) or set(features) - PACKED_INPUTS):
-            return super().forward(features, **kwargs)
+            return super().token_embeddings(features, **kwargs)
         features[self.module_output_name] = packed_hidden_states(
             self.model, features["input_ids"], mask.bool(), features.get("token_type_ids"))
         return features

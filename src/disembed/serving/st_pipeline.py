@@ -19,12 +19,13 @@ from pathlib import Path
 
 import numpy as np
 
-from ..data.languages import NO_LANGUAGE, valid_language_subtags
+from ..data.languages import NO_LANGUAGE, language_scripts, valid_language_subtags
 from ..encoders import EncoderIdentity, ExportedBase, encoder_backend
 from ..encoders.plugin import st_modules
 from ..exceptions import ConfigError
 from ..methods import MeaningMap
 from ..methods.language_id import MIN_ROUTE_WEIGHT
+from ..util.scripts import SCRIPTS, script_ranges
 
 logger = logging.getLogger(__name__)
 
@@ -50,7 +51,13 @@ def identifying_module(mmap: MeaningMap, identifier, aliases: dict[str, str], un
     ``identifier``: a fitted language identifier (``center_``, ``W_``, ``b_``,
     ``centroids_``, ``threshold_``, ``languages_``, ``route_temperature``); ``unknown``:
     what a language the model never saw gets (a route, ``"mixture"`` or ``"error"``:
-    :meth:`~disembed.methods.Disentangler.unseen_route`)."""
+    :meth:`~disembed.methods.Disentangler.unseen_route`).
+
+    The module carries the script prior (:mod:`disembed.methods.routing`) without disembed:
+    the scripts each identified language is written in
+    (:func:`~disembed.data.languages.language_scripts`, computed here, so the export needs
+    no ``langcodes``) and the code point table of
+    :func:`~disembed.util.scripts.script_ranges` with the names of :data:`SCRIPTS`."""
     import torch
 
     from .exported_module import LanguageRoutedMeaning
@@ -72,7 +79,13 @@ def identifying_module(mmap: MeaningMap, identifier, aliases: dict[str, str], un
         float(identifier.threshold_), float(identifier.route_temperature),
         str(identifier.route_map), MIN_ROUTE_WEIGHT,
         " ".join(valid_language_subtags()), list(NO_LANGUAGE), pooling,
-        {k: torch.tensor(np.ascontiguousarray(v, dtype=np.float32)) for k, v in tensors.items()})
+        language_scripts={code: sorted(language_scripts(code))
+                          for code in identifier.languages_},
+        script_names=list(SCRIPTS),
+        script_ranges=dict(zip(("starts", "ends", "scripts"), map(list, script_ranges()),
+                               strict=True)),
+        tensors={k: torch.tensor(np.ascontiguousarray(v, dtype=np.float32))
+                 for k, v in tensors.items()})
 
 
 def meaning_modules(mmap: MeaningMap) -> list:

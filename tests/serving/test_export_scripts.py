@@ -1,0 +1,256 @@
+"""The script prior in the export: ``SentenceTransformer(folder).encode(texts)`` gives the
+library's text path, ``SavedModel.meaning(texts)``, where an untagged text is restricted to
+the training languages that write its script (``disembed.methods.routing``), in a process
+where disembed cannot be imported.
+
+Bugs feared (each was put in and made a test here fail): the export ignoring the script
+(the whole posterior, as before), the script counted on the prompt as well (``passage: `` is
+Latin letters and makes a short Chinese text Latin), a tie given to the last script instead
+of the first, the twin of ``script_of`` without NFC, ``und-Hani`` read as "no script".
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import sys
+import unicodedata
+
+import numpy as np
+import pytest
+
+pytest.importorskip("sentence_transformers")
+torch = pytest.importorskip("torch")
+
+from fresh_st import encode_in_fresh_process  # noqa: E402
+
+from disembed import load_encoder  # noqa: E402
+from disembed.methods import make_method  # noqa: E402
+from disembed.saved_model import SavedModel  # noqa: E402
+from disembed.serving import export_model, exported_module  # noqa: E402
+from disembed.util.scripts import SCRIPTS, script_of, script_ranges  # noqa: E402
+
+
+def _nfc(words: list[str]) -> list[str]:
+    return [unicodedata.normalize("NFC", w) for w in words]
+
+
+#: one small vocabulary per training language (Chinese words spaced, for a word tokenizer);
+#: every language is paired with English
+WORDS = {"en": ["hello", "world", "cat", "dog", "house", "tree", "red", "over"],
+         "de": ["hallo", "welt", "katze", "hund", "haus", "baum", "rot", "über"],
+         "ru": ["привет", "мир", "кошка", "собака", "дом", "дерево", "красный", "над"],
+         "zh": ["你好", "世界", "猫", "狗", "房子", "树", "红", "上面"],
+         "ar": ["مرحبا", "عالم", "قطة", "كلب", "بيت", "شجرة", "أحمر", "فوق"],
+         "hi": _nfc(["नमस्ते", "दुनिया", "बिल्ली", "कुत्ता", "घर", "पेड़", "लाल", "ऊपर"])}
+GREEK = ["γεια", "κόσμος", "γάτα", "σκύλος"]  # a script no training language writes
+#: untagged texts of every script, several mixed with words of another script, so that the
+#: identifier's posterior is split and the script's restriction moves the vector
+TEXTS = ["hallo welt katze", "hello cat 猫", "hund über haus",  # Latin
+         "привет мир кошка", "кошка hund",  # Cyrillic (5 letters to 4)
+         "你好 世界 猫", "猫 狗", "你好 世界 房子 dog",  # Han; a short one: the prompt test
+         "مرحبا عالم", "مرحبا cat",  # Arabic
+         "नमस्ते दुनिया", "घर बिल्ली dog",  # Devanagari
+         "γεια κόσμος", "γάτα hund",  # Greek: no training language writes it
+         "hund 房子 树 红",  # a tie, 4 Latin letters to 4 Han ones: the first script, Latin
+         "123", "12 + 3 = 15!"]  # no letter: the whole posterior
+#: the tags a caller may give: untagged, BCP-47's undetermined (with a script, or with the
+#: text's), a training language, a real language the model never saw. ``und-Hans`` pins the
+#: library's reading (today no training language "writes Hans": the whole posterior), so a
+#: change there that the export's twin does not follow fails here
+TAGS = [None, "und", "und-Hani", "mul_cyrl", "und-Grek", "und-Hans", "zh", "fr"]
+
+
+def script_table():
+    return list(SCRIPTS), dict(zip(("starts", "ends", "scripts"), map(list, script_ranges()),
+                                   strict=True))
+
+
+# --- the twin of script_of ---------------------------------------------------------------
+def varied_strings() -> list[str]:
+    fixed = ["", "123 !?", "hello", "Привет, мир", "火车八点出发。", "القطار يغادر",
+             "ab αβ", "αβ ab", "ab 火车", "火车 ab",  # ties: the first script in SCRIPTS
+             "Việt Nam", unicodedata.normalize("NFD", "Việt Nam"),
+             unicodedata.normalize("NFD", "한 a"),  # 3 jamo in NFD, one syllable in NFC
+             "ＡＢＣ　ｄｅｆ", "ﾊﾝｶｸ カタカナ", "電車は八時に出発します。", "기차는 8시에",
+             "a\x00b\x85c\x7f", "\x00\x01\x1f", "བོད་ཡིག english", "ꓐꓑꓒ abc",  # Lisu: Zzzz
+             "𠀀𠀁 ab", "🚆🚆🚆", "ß ẞ ǅ ʰ", "\u0301\u0301a"]
+    rng = random.Random(0)
+    blocks = [(0x20, 0x2FF), (0x370, 0x52F), (0x590, 0x6FF), (0x900, 0x9FF), (0xE00, 0xEFF),
+              (0x1100, 0x11FF), (0x3040, 0x30FF), (0x4E00, 0x4E80), (0xAC00, 0xAC80),
+              (0xFF00, 0xFFEF), (0x10000, 0x1047F), (0x20000, 0x20080), (0x0, 0x9F)]
+    generated = []
+    for _ in range(400):
+        parts = [chr(rng.randint(*rng.choice(blocks))) for _ in range(rng.randint(0, 12))]
+        generated.append("".join(parts))
+    return fixed + generated + [unicodedata.normalize("NFD", t) for t in generated]
+
+
+def test_the_exported_script_of_is_the_librarys():
+    names, ranges = script_table()
+    strings = varied_strings()
+    got = [exported_module.script_of(t, names, ranges) for t in strings]
+    assert got == [script_of(t) for t in strings]
+    assert {g for g in got} >= {None, "Latn", "Cyrl", "Hani", "Arab", "Hang", "Zzzz"}
+    # the cases that pin the details: ties, NFC, fullwidth, control characters
+    pin = dict(zip(strings[:12], got[:12], strict=True))
+    assert pin["ab αβ"] == pin["αβ ab"] == pin["ab 火车"] == pin["火车 ab"] == "Latn"
+    assert exported_module.script_of(unicodedata.normalize("NFD", "한 a"), names,
+                                     ranges) == "Latn"  # NFC: one Hangul letter, a tie
+    assert exported_module.script_of("ＡＢＣ", names, ranges) == "Latn"
+    assert exported_module.script_of("", names, ranges) is None
+
+
+@pytest.mark.parametrize("code, script", [("und-Hani", "Hani"), ("mul_hani", "Hani"),
+                                          ("und-Hani-TW", "Hani"), ("UND-LATN", "Latn"),
+                                          ("und", None), ("und-TW", None), ("und-12ab", None)])
+def test_the_exported_script_subtag_reads_codes_as_disembed(code, script):
+    from disembed.data.languages import normalize_tag, script_subtag
+
+    assert script_subtag(normalize_tag(code)) == script
+    assert exported_module.script_subtag(code) == script
+
+
+# --- the export against the library --------------------------------------------------------
+def build_tiny_bert(folder):
+    """A random 16-d one-layer BERT, a word-level tokenizer over :data:`WORDS`, Greek and
+    e5's ``passage:``."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import BertConfig, BertModel, PreTrainedTokenizerFast
+
+    words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "passage", ":",
+             *(w for ws in WORDS.values() for w in ws), *GREEK]
+    tok = Tokenizer(models.WordLevel(vocab={w: i for i, w in enumerate(words)},
+                                     unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]",
+                                   cls_token="[CLS]", sep_token="[SEP]", mask_token="[MASK]")
+    torch.manual_seed(0)
+    config = BertConfig(vocab_size=len(words), hidden_size=16, num_hidden_layers=1,
+                        num_attention_heads=2, intermediate_size=32, max_position_embeddings=64)
+    BertModel(config).save_pretrained(folder)
+    fast.save_pretrained(folder)
+    return folder
+
+
+def _pairs(n=40, seed=0):
+    """``n`` sentence pairs of each language with English: source texts, their languages,
+    the English texts."""
+    rng = np.random.default_rng(seed)
+    src, langs, en = [], [], []
+    for lang in ("de", "ru", "zh", "ar", "hi"):
+        for _ in range(n):
+            idx = rng.choice(8, size=rng.integers(2, 5))
+            src.append(" ".join(WORDS[lang][i] for i in idx))
+            en.append(" ".join(WORDS["en"][i] for i in idx))
+            langs.append(lang)
+    return src, langs, en
+
+
+#: recipe -> (parameters, the encoder's prefix): the prefix becomes the export's prompt
+RECIPES = {"mean-centering": ({}, ""),
+           "seed-centered": ({"max_epochs": 2, "batch_size": 32, "init_scale": 0.9,
+                              "unknown_language": "nearest"}, "passage: ")}
+
+
+@pytest.fixture(scope="module")
+def scripted(tmp_path_factory):
+    """``{recipe: (model folder, export folder)}``: models fitted on five languages of five
+    scripts (and English), saved like ``train`` and exported."""
+    root = tmp_path_factory.mktemp("scripts")
+    bert = build_tiny_bert(root / "tiny-bert")
+    src, langs, en = _pairs()
+    out = {}
+    for name, (params, prefix) in RECIPES.items():
+        enc = load_encoder(f"st:{bert}", pooling="mean", prefix=prefix)
+        model = make_method(name, **params).fit(enc.encode(src), enc.encode(en), langs, "en")
+        folder = model.save(root / name, metadata={"encoder": enc.identity.to_dict(),
+                                                   "encoder_spec": f"st:{bert}"})
+        out[name] = (folder, export_model(folder, root / f"{name}-st").path)
+    return out
+
+
+def assert_same(a, b, tol, what):
+    """Equal to ``tol`` of each row's norm."""
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    err = np.abs(a - b).max(axis=1) / np.maximum(1.0, np.linalg.norm(b, axis=1))
+    assert err.max() <= tol, (what, [(TEXTS[i], float(err[i])) for i in np.flatnonzero(err > tol)])
+
+
+def test_the_script_prior_moves_these_texts(scripted):
+    """The test's premise: for most texts (each mixed text, the short Chinese one, the tie)
+    the library's text path differs from the identifier's whole posterior, so an export that
+    ignored the script would fail the next test."""
+    for name, (folder, _) in scripted.items():
+        saved = SavedModel.load(folder)
+        with_script = saved.meaning(TEXTS)
+        without = saved.disentangler.meaning(saved.encoder.encode(TEXTS))
+        moved = np.abs(with_script - without).max(axis=1)
+        for text in ("hello cat 猫", "кошка hund", "猫 狗", "你好 世界 房子 dog", "مرحبا cat",
+                     "hund 房子 树 红"):
+            assert moved[TEXTS.index(text)] > 1e-3, (name, text, moved)
+        for text in ("γεια κόσμος", "123", "12 + 3 = 15!"):  # no writer: no restriction
+            assert moved[TEXTS.index(text)] == 0, (name, text)
+
+
+def test_the_export_gives_the_librarys_text_path_without_disembed(scripted, tmp_path):
+    """Every script, every kind of tag, ``encode`` and ``encode_document`` (the prompt the
+    model was trained with: the script is the text's, not the prompt's)."""
+    jobs, want = [], []
+    for name, (folder, export) in scripted.items():
+        saved = SavedModel.load(folder)
+        for tag in TAGS:
+            jobs.append({"dir": str(export), "texts": TEXTS, "trust": True,
+                         "kwargs": {"language": tag} if tag else {}})
+            want.append((f"{name} {tag}", saved.meaning(TEXTS, tag)))
+        jobs.append({"dir": str(export), "texts": TEXTS, "trust": True,
+                     "call": "encode_document"})
+        want.append((f"{name} encode_document", saved.meaning(TEXTS)))
+        jobs.append({"dir": str(export), "texts": TEXTS[::-1], "trust": True,
+                     "kwargs": {"batch_size": 3}})  # other batches, another order
+        want.append((f"{name} batches of 3", saved.meaning(TEXTS)[::-1]))
+    got = encode_in_fresh_process(jobs, tmp_path)
+    for (key, expected), vectors in zip(want, got, strict=True):
+        assert_same(vectors, expected, 1e-5, key)
+
+
+def test_an_export_without_the_script_table_mixes_by_the_whole_posterior(scripted, tmp_path):
+    """A module config written before the script prior (no ``language_scripts``,
+    ``script_names``, ``script_ranges``) loads and mixes as before: ``meaning(X)``."""
+    import shutil
+
+    folder, export = scripted["mean-centering"]
+    old = tmp_path / "old-export"
+    shutil.copytree(export, old)
+    config_path = next(old.rglob(exported_module.CONFIG))
+    config = json.loads(config_path.read_text(encoding="utf-8"))
+    for key in ("language_scripts", "script_names", "script_ranges"):
+        del config[key]
+    config_path.write_text(json.dumps(config), encoding="utf-8")
+    got = encode_in_fresh_process([{"dir": str(old), "texts": TEXTS, "trust": True}],
+                                  tmp_path)[0]
+    saved = SavedModel.load(folder)
+    assert_same(got, saved.disentangler.meaning(saved.encoder.encode(TEXTS)), 1e-5, "old")
+
+
+def test_the_texts_survive_the_length_sorted_sub_batches(scripted, monkeypatch):
+    """Where the transformer is not run packed (another architecture: here forced), its
+    sub-batches by token count still hand the head every text in the batch's order, and the
+    texts never reach the Hugging Face model."""
+    from sentence_transformers import SentenceTransformer
+
+    folder, export = scripted["seed-centered"]
+    st = SentenceTransformer(str(export), device="cpu", trust_remote_code=True)
+    module = sys.modules[type(st[0]).__module__]  # the export's disembed_meaning.py
+    monkeypatch.setattr(module, "_packable", lambda model: False)
+    seen, forward = [], st[0].model.forward
+
+    def spy(*args, **kwargs):  # sentence-transformers calls the bound forward: no hooks
+        seen.append(set(kwargs))
+        return forward(*args, **kwargs)
+
+    monkeypatch.setattr(st[0].model, "forward", spy)
+    got = st.encode(TEXTS, batch_size=8)
+    assert len(seen) > 2  # sub-batches ran
+    assert not any(module.TEXTS_FEATURE in keys for keys in seen)
+    assert_same(got, SavedModel.load(folder).meaning(TEXTS), 1e-5, "sub-batches")

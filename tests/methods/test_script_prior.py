@@ -30,6 +30,8 @@ def test_a_han_row_takes_the_only_han_languages_route(model):
     assert (w[:, zh] < 0.9).all() and (w[:, zh] > 0.1).any()  # the identifier is torn
     np.testing.assert_allclose(model.meaning(X, "und-Hani"), model.meaning(X, "zh"),
                                atol=1e-6)
+    for tag in ("und-Hans", "und-Hant", "und-Jpan", "und-Kore"):  # they stand for Han too
+        np.testing.assert_array_equal(model.meaning(X, tag), model.meaning(X, "und-Hani"))
 
 
 def test_a_latin_row_mixes_the_latin_languages_alone(model):

@@ -55,10 +55,9 @@ TEXTS = ["hallo welt katze", "hello cat 猫", "hund über haus",  # Latin
          "hund 房子 树 红",  # a tie, 4 Latin letters to 4 Han ones: the first script, Latin
          "123", "12 + 3 = 15!"]  # no letter: the whole posterior
 #: the tags a caller may give: untagged, BCP-47's undetermined (with a script, or with the
-#: text's), a training language, a real language the model never saw. ``und-Hans`` pins the
-#: library's reading (today no training language "writes Hans": the whole posterior), so a
-#: change there that the export's twin does not follow fails here
-TAGS = [None, "und", "und-Hani", "mul_cyrl", "und-Grek", "und-Hans", "zh", "fr"]
+#: text's), a training language, a real language the model never saw. ``und-Hans`` and
+#: ``und-Jpan`` stand for Han (and kana): both restrict to zh, in the library and the twin
+TAGS = [None, "und", "und-Hani", "mul_cyrl", "und-Grek", "und-Hans", "und-Jpan", "zh", "fr"]
 
 
 def script_table():

@@ -180,9 +180,9 @@ def script_subtag(tag: str | None) -> str | None:
     return None
 
 
-#: scripts that stand for several (a CLDR likely script -> the ISO 15924 scripts of its
-#: letters, as :func:`disembed.util.scripts.script_of` names them)
-_SCRIPT_PARTS = {"Hans": ("Hani",), "Hant": ("Hani",), "Jpan": ("Hani", "Hira", "Kana"),
+#: scripts that stand for several (a CLDR likely script or a tag's script subtag -> the ISO
+#: 15924 scripts of its letters, as :func:`disembed.util.scripts.script_of` names them)
+SCRIPT_PARTS = {"Hans": ("Hani",), "Hant": ("Hani",), "Jpan": ("Hani", "Hira", "Kana"),
                  "Kore": ("Hang", "Hani")}
 #: languages widely written in more than their CLDR likely script
 _OTHER_SCRIPTS = {
@@ -202,7 +202,14 @@ def language_scripts(code: str) -> frozenset[str]:
     its script."""
     canonical = normalize_language(code)
     script = language_script(canonical).rsplit("-", 1)[1]
-    return frozenset(_SCRIPT_PARTS.get(script, (script,)) + _OTHER_SCRIPTS.get(canonical, ()))
+    return frozenset(script_parts(script) + _OTHER_SCRIPTS.get(canonical, ()))
+
+
+def script_parts(script: str) -> tuple[str, ...]:
+    """The scripts of the letters ``script`` stands for (``Hans`` -> Hani, ``Jpan`` -> Hani,
+    Hira, Kana; any other -> itself): a row tagged ``und-Jpan`` may be in any language that
+    writes one of them."""
+    return SCRIPT_PARTS.get(script, (script,))
 
 
 @functools.lru_cache(maxsize=1)

@@ -31,7 +31,7 @@ from typing import Any, Literal, Sequence
 
 import numpy as np
 
-from ..data.languages import language_scripts
+from ..data.languages import language_scripts, script_parts
 from ..exceptions import CheckpointError, ConfigError, NotFittedError
 
 logger = logging.getLogger(__name__)
@@ -152,7 +152,8 @@ class LanguageIdentifier:
 
     def allowed_for_scripts(self, scripts: Sequence[str | None]) -> np.ndarray:
         """``(n, L) bool``: for each row's script (ISO 15924, ``None``: none known), the
-        languages of :attr:`languages_` that write it
+        languages of :attr:`languages_` that write it (or one of the scripts it stands for,
+        :func:`~disembed.data.languages.script_parts`: ``Hans``, ``Jpan``)
         (:func:`~disembed.data.languages.language_scripts`); all of them where the row has
         no script or none of them writes it (a Greek text for a model without Greek: the
         identifier's whole posterior, as without the prior)."""
@@ -162,7 +163,12 @@ class LanguageIdentifier:
                 writes.setdefault(script, np.zeros(len(self.languages_), bool))[
                     self.languages_.index(code)] = True
         every = np.ones(len(self.languages_), bool)
-        return np.array([writes.get(s, every) for s in scripts], bool).reshape(
+
+        def allowed(script: str | None) -> np.ndarray:
+            parts = [writes[p] for p in script_parts(script) if p in writes] if script else []
+            return np.logical_or.reduce(parts) if parts else every
+
+        return np.array([allowed(s) for s in scripts], bool).reshape(
             len(scripts), len(self.languages_))
 
     def predict(self, X: np.ndarray) -> LanguagePrediction:

@@ -62,6 +62,12 @@ TEXTS_FEATURE = "disembed_texts"
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
+#: scripts that stand for several (the twin of ``disembed.data.languages.SCRIPT_PARTS``): a
+#: row tagged ``und-Jpan`` may be in any language that writes one of them
+SCRIPT_PARTS = {"Hans": ("Hani",), "Hant": ("Hani",), "Jpan": ("Hani", "Hira", "Kana"),
+                "Kore": ("Hang", "Hani")}
+
+
 def script_of(text: str, names: list[str], ranges: dict[str, list[int]]) -> str | None:
     """The script of most of ``text``'s letters (``None``: no letter): the twin of
     ``disembed.util.scripts.script_of``. The text is put in NFC and its control characters
@@ -182,7 +188,7 @@ class LanguageRoutedMeaning(Module):
         if not self.language_scripts or all(s is None for s in scripts):
             return None
         writes = [set(self.language_scripts.get(code, ())) for code in self.languages]
-        rows = [[s in w for w in writes] for s in scripts]
+        rows = [[bool(set(SCRIPT_PARTS.get(s, (s,))) & w) for w in writes] for s in scripts]
         return torch.tensor([row if any(row) else [True] * len(row) for row in rows],
                             dtype=torch.bool).reshape(len(scripts), len(self.languages))
 

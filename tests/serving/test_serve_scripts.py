@@ -110,7 +110,8 @@ def test_tei_embed_of_untagged_texts_is_the_librarys(served, name):
 def test_pair_routes_score_the_librarys_untagged_vectors(served, path, kind):
     url, folder, _ = served["mean-centering"]
     a, b = SCRIPT_TEXTS, SCRIPT_TEXTS[1:] + SCRIPT_TEXTS[:1]  # every pair of two scripts
-    got = [d[kind] for d in post(url, path, {"pairs": [list(p) for p in zip(a, b)]})["data"]]
+    pairs = [list(p) for p in zip(a, b, strict=True)]
+    got = [d[kind] for d in post(url, path, {"pairs": pairs})["data"]]
     want = (unit(library_text(folder, a)) * unit(library_text(folder, b))).sum(axis=1)
     np.testing.assert_allclose(got, want, atol=TOL)
 

@@ -1,6 +1,7 @@
 """A sentence's meaning never depends on the other rows of the call (issues 17 and 31): for
 every registered recipe, ``meaning(X)[i] == meaning(X[i:i+1])`` and any split of ``X`` into
-batches gives the same rows, with a seen language, an unseen one, no tag, and a mix, and
+batches gives the same rows, with a seen language, an unseen one, no tag, a script tag
+(``und-Hani``: the identifier restricted to the languages that write Han), and a mix, and
 for rows the language identifier puts at a tie between two languages (and 1e-6 either
 side of it), where the old argmax route sent a row to one language's mean in a batch and to
 the other's alone (cosine 0.90)."""
@@ -20,8 +21,12 @@ from disembed.methods import METHODS
 
 #: every registered name plus the centred form the main job trains by default
 NAMES = sorted(set(METHODS.names()) | {"seed-centered", "mean-centering"})
-#: seen in training (de, zh, en), unseen (ja, fr), a non-canonical spelling, no tag
-TAGS = ["de", "en", "zh", "ja", "fr", "deu_Latn", None, None]
+#: seen in training (de, zh, en), unseen (ja, fr), a non-canonical spelling, no tag, and
+#: only a script (the script prior: und-Latn among de/en, where the de/en tie rows stay
+#: ties; und-Hani and mul_hani: zh alone, also on the de/zh tie rows; und-Grek: written by
+#: no training language, the whole posterior)
+TAGS = ["de", "en", "zh", "ja", "fr", "deu_Latn", None, None, "und-Latn", "und-Hani",
+        "mul_hani", "und-Grek"]
 #: of the row's norm: float32 kernels may pick other blockings for other batch sizes
 #: (measured: at most 1.4e-6 on rows of norm 5.6, i.e. 2e-7 of the norm)
 TOL = 1e-6
@@ -107,6 +112,19 @@ def test_meaning_of_a_row_does_not_depend_on_the_rest_of_the_call(name, data):
     parts = [m.meaning(X[:k], tags[:k] if per_row else tags),
              m.meaning(X[k:], tags[k:] if per_row else tags)]
     _same(np.concatenate(parts), full_m)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_script_tags_mixed_with_others_on_tie_rows_do_not_depend_on_the_call(name):
+    """Every row (the tie rows too) under every tag in turn, script tags among real tags and
+    none: each row alone, and the call cut in two, give the full call's rows."""
+    m, X = model(name), rows(name)
+    for shift in range(len(TAGS)):
+        tags = [TAGS[(i + shift) % len(TAGS)] for i in range(len(X))]
+        full = m.meaning(X, tags)
+        _same(np.concatenate([m.meaning(X[i:i + 1], [tags[i]]) for i in range(len(X))]), full)
+        k = len(X) // 2 + shift
+        _same(np.concatenate([m.meaning(X[:k], tags[:k]), m.meaning(X[k:], tags[k:])]), full)
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -26,6 +26,8 @@ import pytest
 pytest.importorskip("sentence_transformers")
 httpx = pytest.importorskip("httpx")
 
+from script_models import WORDS, fit_script_model, library_text  # noqa: E402
+
 from disembed.encoders import HashEncoder, load_encoder  # noqa: E402
 from disembed.methods import METHODS, NeuralDisentangler, make_method, method_class  # noqa: E402
 from disembed.saved_model import SavedModel  # noqa: E402
@@ -33,9 +35,15 @@ from disembed.saved_model import SavedModel  # noqa: E402
 DE = ["hallo", "welt", "katze", "hund", "haus", "baum", "rot", "über", "größe", "straße"]
 EN = ["hello", "world", "cat", "dog", "house", "tree", "red", "over", "size", "street"]
 FR = ["été", "café", "élève", "noël"]
-#: the texts of the contract, each with spellings that must give the same vector
+#: Greek: a script no training language of the surface models writes
+EL = ["καλημέρα", "κόσμε", "γάτα"]
+#: the texts of the contract, each with spellings that must give the same vector; the
+#: surface models are trained on de, ru, zh, ar (:mod:`script_models`), so an untagged
+#: Cyrillic, Han or Arabic text is routed by its script, a Greek one and "123" by the
+#: whole posterior
 TEXTS = ["hallo welt über größe", "hello world cat", "katze straße baum", "été café",
-         "dog house red over"]
+         "dog house red over", "привет мир кошка", "你好 世界 猫", "مرحبا عالم قطة",
+         "καλημέρα κόσμε", "123"]
 #: tags: untagged, a training language, an unseen real language, "undetermined"
 TAGS = [None, "de", "hi", "und"]
 NAMES = sorted(set(METHODS.names()) | {"seed-centered", "mean-centering"})
@@ -161,7 +169,8 @@ def build_tiny_bert(folder):
     from tokenizers import Tokenizer, models, pre_tokenizers
     from transformers import BertConfig, BertModel, PreTrainedTokenizerFast
 
-    words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *DE, *EN, *FR]
+    words = list(dict.fromkeys(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *DE, *EN, *FR,
+                                *EL, *(w for ws in WORDS.values() for w in ws)]))
     tok = Tokenizer(models.WordLevel(vocab={w: i for i, w in enumerate(words)},
                                      unk_token="[UNK]"))
     tok.pre_tokenizer = pre_tokenizers.Whitespace()
@@ -184,8 +193,8 @@ def bert_models(tmp_path_factory):
     bert = build_tiny_bert(root / "tiny-bert")
     enc = load_encoder(f"st:{bert}", pooling="mean", prefix="")
     out = {}
-    for name in SURFACE_RECIPES:
-        model = fit(name, enc)
+    for name in SURFACE_RECIPES:  # trained on de, ru, zh, ar with en: the script prior bites
+        model = fit_script_model(name, enc)
         out[name] = model.save(root / name, metadata={"encoder": enc.identity.to_dict(),
                                                         "encoder_spec": f"st:{bert}"})
     return root, out
@@ -205,17 +214,20 @@ def test_service_gives_the_librarys_vector_for_every_spelling(bert_models):
     canonical = [t for t in TEXTS for _ in spellings(t)]
     for name, folder in folders.items():
         with BackgroundServer(create_app(load_service(folder, use_cache=False))) as url:
-            for tag in TAGS:
+            for tag in [*TAGS, "und-Hani"]:
                 body = {"input": texts, **({"language": tag} if tag else {})}
                 r = httpx.post(url + "/v1/embeddings", json=body, timeout=60)
                 assert r.status_code == 200, r.text
                 got = [d["embedding"] for d in r.json()["data"]]
-                assert_same(got, library(folder, canonical, tag), 1e-5, f"service {name} {tag}")
+                assert_same(got, library_text(folder, canonical, tag), 1e-5,
+                            f"service {name} {tag}")
 
 
 def test_cli_gives_the_librarys_vector_for_every_spelling(bert_models, tmp_path):
     """``disembed search --model``: each spelling of a text finds the text itself at the
-    library's cosine (1 for the same string), tagged or not."""
+    library's cosine (1 for the same string), tagged or not, and the matrices searched are
+    the library's text path's (``SavedModel.meaning``: an untagged text routed by its
+    script)."""
     from disembed.cli import main
 
     _, folders = bert_models
@@ -239,6 +251,14 @@ def test_cli_gives_the_librarys_vector_for_every_spelling(bert_models, tmp_path)
             assert hit == [unicodedata.normalize("NFC", q).replace("\x00", " ")
                            for q in queries], (name, tag)
             assert min(score) >= 1 - 1e-5, (name, tag, score)
+            # and the vectors searched are the library's text path's, routed by script
+            run = Path(str(out) + ".run")
+            for matrix, texts in (("queries", queries), ("database", TEXTS)):
+                want = library_text(folder, [unicodedata.normalize("NFC", t) for t in texts],
+                                    tag)
+                want /= np.linalg.norm(want, axis=1, keepdims=True)
+                assert_same(np.load(run / f"{matrix}.npy"), want, 1e-5,
+                            f"cli {name} {tag} {matrix}")
 
 
 def test_export_gives_the_librarys_vector_for_every_spelling_without_disembed(bert_models,

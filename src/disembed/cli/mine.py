@@ -42,11 +42,12 @@ def add_model_options(g, first: str = "first file", second: str = "second file")
                         "model unless --src-lang/--tgt-lang name it (default: none, raw "
                         "embeddings)")
     g.add_argument("--src-lang", default=None,
-                   help=f"with --model: the language of the {first}, e.g. de (default: "
-                        "identified sentence by sentence)")
+                   help=f"with --model: the language of the {first}, e.g. de, or only its "
+                        "script, e.g. und-Hani (default: identified sentence by sentence, "
+                        "among the training languages that write the sentence's script)")
     g.add_argument("--tgt-lang", default=None,
-                   help=f"with --model: the language of the {second}, e.g. en (default: "
-                        "identified sentence by sentence)")
+                   help=f"with --model: the language of the {second}, e.g. en, or und-Hani "
+                        "(default: identified sentence by sentence, as --src-lang)")
 
 
 def add_input_options(p: argparse.ArgumentParser, verb: str) -> None:

@@ -1,8 +1,8 @@
 """``disembed score PAIRS.tsv``: score given pairs (cosine or margin) to filter a bitext.
 
 With ``--model`` the pairs are scored on the model's meaning part (each sentence's language
-identified by the model unless ``--src-lang``/``--tgt-lang`` name it), as ``mine`` and
-``search`` do.
+identified by the model, among the training languages that write its script, unless
+``--src-lang``/``--tgt-lang`` name it), as ``mine`` and ``search`` do.
 """
 
 from __future__ import annotations

@@ -339,12 +339,16 @@ class Disentangler(ABC):
     def resolve_languages(self, X: np.ndarray, languages: Languages) -> np.ndarray:
         """``(n,)`` the code each row is reported as (the service's ``language`` field): its
         canonical tag, or for a row the model routes by the identifier
-        (:meth:`routing`), the identifier's most likely language, also for a row it calls
-        "unknown". ``meaning`` does not route by these codes: such a row is a mixture."""
+        (:meth:`routing`), the language of its largest route weight: the identifier's most
+        likely language among those the row's script allows (``und-Hani``: among the
+        languages that write Han; untagged, or a script no training language writes: among
+        all, the identifier's own most likely one), also for a row it calls "unknown".
+        ``meaning`` does not route by these codes: such a row is a mixture."""
         routing = self.routing(X, languages)
         langs = routing.codes.copy()
         if routing.mixed.any():
-            langs[routing.mixed] = self.predict_language(X[routing.mixed]).nearest
+            best = routing.weights.argmax(axis=1)
+            langs[routing.mixed] = np.asarray(routing.languages, dtype=object)[best]
         return langs
 
     @property

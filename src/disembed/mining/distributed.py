@@ -6,7 +6,8 @@ Steps (each a task; the driver holds only k-NN lists and candidates):
    row ranges of ``shard_rows``.
 2. ``encode_shard``: each task reads its rows (by byte offset), encodes them through the
    embedding cache (a rerun, or a task retried after its worker died, encodes nothing
-   twice), optionally applies a saved disentangler's meaning view, L2-normalises and
+   twice), optionally applies a saved disentangler's meaning view (an untagged sentence
+   routed by its script, as :func:`.mine.mine_files` does), L2-normalises and
    writes ``<run_dir>/<side>-<key>-<i>.npy`` atomically. The key hashes the input's bytes,
    the encoder, the view and the row range: a shard already there is reused (the run
    resumes by shard), a changed input gets new shards.
@@ -48,6 +49,7 @@ from ..data.languages import normalize_tag
 from ..encoders import load_encoder
 from ..encoders.cached import cached
 from ..exceptions import ConfigError, DataError, NonFiniteError, require
+from ..methods.routing import tags_with_scripts
 from ..retrieval.knn import normalize_rows
 from ..retrieval.margin import candidates, select
 from ..saved_model import SavedModel
@@ -145,8 +147,9 @@ def encode_shard(path: str, fmt: str, offsets: np.ndarray, encoder: dict, out: s
     enc = cached(load_encoder(encoder["spec"], **encoder.get("options", {})),
                  encoder.get("cache_dir"), encoder.get("cache_dtype", "float32"))
     X = enc.encode(texts, batch_size=batch_size)
-    if model_dir:
-        X = SavedModel.load(model_dir).disentangler.meaning(X, language)
+    if model_dir:  # the texts are here: an untagged one is routed by its script, as locally
+        X = SavedModel.load(model_dir).disentangler.meaning(
+            X, tags_with_scripts(texts, language))
     save_npy(out, normalize_rows(X))
     return out
 
@@ -158,7 +161,9 @@ def _shard_key(col: Collection, encoder: dict, model_dir, language, shard_rows: 
     h = hashlib.blake2b(digest_size=6)
     model = _model_digest(model_dir)
     h.update(json.dumps([col.fingerprint(), encoder["spec"], encoder.get("options", {}),
-                         encoder.get("cache_dtype"), model, language, shard_rows],
+                         encoder.get("cache_dtype"), model,
+                         # untagged: routed by script (a shard from before that is not reused)
+                         language or ("script" if model_dir else None), shard_rows],
                         sort_keys=True, default=str).encode())
     return h.hexdigest()
 

@@ -1,7 +1,8 @@
 """Streamed, resumable embedding of a :class:`Collection` into a memory-mapped matrix.
 
 Memory model: sentences are read ``chunk`` rows at a time, encoded through the
-(cached) encoder, optionally mapped to a disentangler's meaning view,
+(cached) encoder, optionally mapped to a disentangler's meaning view (the transform gets
+the chunk's texts too: an untagged sentence is routed by its script),
 L2-normalised and written into ``<run_dir>/<name>.npy`` (an ``(n, d) float32``
 ``numpy`` memmap). After each chunk is flushed, ``<name>.json`` records the rows
 done (written atomically). A rerun with the same file, encoder and view resumes
@@ -29,7 +30,8 @@ from .collection import Collection
 
 logger = logging.getLogger(__name__)
 
-Transform = Callable[[np.ndarray], np.ndarray]
+#: ``(vectors (c, d_in), texts (c,)) -> (c, d_out)``: a chunk's embeddings and its texts
+Transform = Callable[[np.ndarray, list[str]], np.ndarray]
 
 
 def _meta(collection: Collection, encoder: Encoder, view: str) -> dict:
@@ -43,7 +45,8 @@ def embed_collection(collection: Collection, encoder: Encoder, path: str | Path,
     """Embed every row of ``collection`` into ``path`` (``.npy``); returns it read-only.
 
     Args:
-        transform: maps a chunk ``(c, d_in)`` to ``(c, d_out)`` (e.g. a meaning view).
+        transform: maps a chunk's embeddings ``(c, d_in)`` and its ``c`` texts to
+            ``(c, d_out)`` (e.g. a meaning view, which tags an untagged text with its script).
         view: a name for ``transform`` (part of the resume key).
         chunk: rows per encoded and recorded chunk.
     """
@@ -58,7 +61,7 @@ def embed_collection(collection: Collection, encoder: Encoder, path: str | Path,
         out = None
         for r0, texts in collection.chunks(chunk, start=done):
             vectors = encoder.encode(texts, batch_size=batch_size)
-            vectors = normalize_rows(transform(vectors) if transform else vectors)
+            vectors = normalize_rows(transform(vectors, texts) if transform else vectors)
             if out is None:
                 out = _open(path, n, vectors.shape[1], fresh=done == 0)
             out[r0 : r0 + len(texts)] = vectors

@@ -25,6 +25,7 @@ import numpy as np
 from ..data.languages import normalize_tag
 from ..encoders import Encoder
 from ..exceptions import ConfigError, DataError
+from ..methods.routing import tags_with_scripts
 from ..retrieval.margin import MARGINS, MODES, Margin, Mode, candidates, check_choice, select
 from ..retrieval.search import check_backend, search, search_both_using
 from ..util.files import atomic_write_bytes
@@ -134,9 +135,13 @@ def mine_embeddings(x: np.ndarray, y: np.ndarray, config: MineConfig | None = No
                  {"knn": t1 - t0, "margin": time.perf_counter() - t1}, k=k, backend=backend)
 
 
-def meaning_transform(model, language: str) -> Callable[[np.ndarray], np.ndarray]:
-    """``X (c, d) -> meaning (c, d')`` of a fitted disentangler for one language."""
-    return lambda X: model.meaning(X, language)
+def meaning_transform(model, language: str | None
+                      ) -> Callable[[np.ndarray, list[str]], np.ndarray]:
+    """``(X (c, d), texts) -> meaning (c, d')`` of a fitted disentangler for one language
+    (``None``: each text without a tag is routed by its script and the model's identifier,
+    :func:`~disembed.methods.routing.tags_with_scripts`, as
+    :meth:`~disembed.saved_model.SavedModel.meaning` does)."""
+    return lambda X, texts: model.meaning(X, tags_with_scripts(texts, language))
 
 
 def mine_files(src: str | Path | Sequence[str | Path], tgt: str | Path | Sequence[str | Path],
@@ -197,7 +202,10 @@ def _embed_both(cols: list[Collection], names: tuple[str, str], langs: tuple, en
     """Both collections embedded into ``run_dir/<name>.npy`` (raw, or ``model``'s meaning)."""
     mats = []
     for col, name, lang in zip(cols, names, langs, strict=True):
-        view = f"meaning:{_model_key(model)}:{lang}" if model is not None else "raw"
+        # untagged: "script" (routed by each text's script since the script prior; a run
+        # folder from before it is embedded again, not resumed)
+        view = f"meaning:{_model_key(model)}:{lang or 'script'}" if model is not None \
+            else "raw"
         transform = meaning_transform(model, lang) if model is not None else None
         mats.append(embed_collection(col, encoder, run_dir / f"{name}.npy", transform=transform,
                                      view=view, chunk=chunk, batch_size=batch_size))

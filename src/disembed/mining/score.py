@@ -18,6 +18,7 @@ from ..data.io import read_tsv
 from ..data.languages import normalize_tag
 from ..encoders import Encoder
 from ..exceptions import ConfigError, DataError, ShapeError
+from ..methods.routing import tags_with_scripts
 from ..retrieval.knn import normalize_rows
 from ..retrieval.margin import margin
 from ..retrieval.search import check_finite, search
@@ -64,8 +65,9 @@ def score_tsv(path: str | Path, encoder: Encoder, out: str | Path, *, src_col: s
 
     ``model`` (a fitted disentangler) scores the meaning parts instead of the raw
     embeddings; ``src_lang``/``tgt_lang`` name each side's language (``None``: the model
-    identifies it sentence by sentence), for the pools too. Returns the number of rows
-    written (those at or above ``threshold`` when given).
+    identifies it sentence by sentence, among the languages that write the sentence's
+    script, :func:`~disembed.methods.routing.tags_with_scripts`), for the pools too.
+    Returns the number of rows written (those at or above ``threshold`` when given).
     """
     src_lang, tgt_lang = normalize_tag(src_lang), normalize_tag(tgt_lang)  # und/mul: none
     path = Path(path)
@@ -96,7 +98,10 @@ def score_tsv(path: str | Path, encoder: Encoder, out: str | Path, *, src_col: s
 
     def embed(texts: list[str], language: str | None) -> np.ndarray:
         vectors = encoder.encode(texts, batch_size=batch_size)
-        return normalize_rows(vectors if model is None else model.meaning(vectors, language))
+        if model is None:
+            return normalize_rows(vectors)
+        # an untagged text is routed by its script, as SavedModel.meaning does
+        return normalize_rows(model.meaning(vectors, tags_with_scripts(texts, language)))
 
     src = embed([r[src_col] for r in rows], src_lang)
     tgt = embed([r[tgt_col] for r in rows], tgt_lang)

@@ -25,7 +25,9 @@ class EmbeddingsBody(BaseModel):
         "float", description="base64: little-endian float32")
     dimensions: Optional[int] = Field(None, description="omit, or the view's own size")
     language: Languages = Field(None, description="a language code for every text, or one per "
-                                "text (null entries predicted); omit to let the model tell")
+                                "text (null entries predicted); omit to let the model tell, "
+                                "among the languages that write each text's script; "
+                                "und-Hani: predicted among those that write Han")
 
 
 class PairsBody(BaseModel):

@@ -9,7 +9,13 @@ derives the views the API names:
 * ``"language"``: ``model.language(raw, languages)`` (methods with a language part).
 
 Methods whose meaning part depends on the language (the recipe's ``uses_language``)
-need a language per text; the others ignore it. Similarity and QE scores are cosines between
+need a language per text; the others ignore it. A text sent without one (or with ``und``,
+``mul``) is tagged with its script, ``und-<Script>``
+(:func:`~disembed.methods.routing.tags_with_scripts`, :meth:`EmbeddingService.tags_for`),
+so its vector is exactly the library's
+:meth:`SavedModel.meaning([text]) <disembed.saved_model.SavedModel.meaning>`: the
+identifier's mixture restricted to the training languages that write that script. A client
+may send ``und-Hani`` itself. Similarity and QE scores are cosines between
 the meaning parts of two sides, exactly as the WMT20 QE task scores a pair
 (:func:`disembed.evaluation.metrics.paired_cosine`).
 """
@@ -26,12 +32,13 @@ from typing import Sequence
 
 import numpy as np
 
-from ..data.languages import known_languages, normalize_tag
+from ..data.languages import known_languages, normalize_tag, script_subtag
 from ..encoders import Encoder
 from ..evaluation.metrics import paired_cosine
 from ..exceptions import DisembedError
 from ..hardware import rechoose_threads, set_torch_threads, small_batch_threads
 from ..methods import Disentangler
+from ..methods.routing import tags_with_scripts
 from ..progress import no_progress
 
 #: the placeholder language given to methods that ignore it
@@ -202,17 +209,27 @@ class EmbeddingService:
                                "code for all or one per text", param=param)
         return [None if code is None else _normalize(code, param) for code in language]
 
+    def tags_for(self, texts: Sequence[str], language: str | list[str | None] | None,
+                 param: str) -> list[str | None]:
+        """One tag per text, as the library's
+        :meth:`~disembed.saved_model.SavedModel.meaning` gives them: the request's code
+        (:meth:`languages_for`), and for a text without one its script, ``und-<Script>``
+        (:func:`~disembed.methods.routing.tags_with_scripts`; ``None`` for a text without
+        letters). The script is the text's as sent, before any truncation."""
+        return tags_with_scripts(texts, self.languages_for(len(texts), language, param))
+
     def resolve_languages(self, raw: np.ndarray, languages: list[str | None]
                           ) -> tuple[list[str | None], list[bool]]:
         """``(codes, predicted)``: the language reported for each row and whether it was
-        predicted.
+        predicted (the row named no language: no code, or only a script, ``und-Hani``).
 
         The model decides (:meth:`~disembed.methods.Disentangler.resolve_languages`): a row
-        without a code is reported as the identifier's most likely language (its vector is
-        the mixture of the languages' routes weighted by the identifier, as
-        ``model.meaning`` computes it), and a language it never saw gets its
-        ``unknown_language`` fallback (the mean over the training languages by default). A
-        method that uses no language keeps ``None`` rows."""
+        without a language is reported as the identifier's most likely language among those
+        its script allows (its vector is the mixture of the languages' routes weighted by
+        the identifier, restricted to them, as ``model.meaning`` computes it), and a
+        language it never saw gets its ``unknown_language`` fallback (the mean over the
+        training languages by default). A method that uses no language keeps ``None``
+        rows."""
         try:
             codes = [None if c is None else str(c)
                      for c in self.model.resolve_languages(raw, languages).tolist()]
@@ -220,7 +237,8 @@ class EmbeddingService:
             raise ServiceError(f"{self.model.name} cannot tell the language of these texts: "
                                f"{exc}; add 'language': \"de\" (one for all) or a list with "
                                "one code per text", param="language") from None
-        predicted = [self.needs_language and c is None for c in languages]
+        predicted = [self.needs_language and (c is None or script_subtag(c) is not None)
+                     for c in languages]
         return codes, predicted
 
     def view(self, raw: np.ndarray, view: str, languages: list[str | None]) -> np.ndarray:

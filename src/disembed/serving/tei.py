@@ -75,8 +75,8 @@ def parse_tei(body: Any, service: EmbeddingService, limits: Limits) -> TEIReques
         raise ServiceError(f"'dimensions' = {dims!r} is not supported: the {view} view has "
                            f"exactly {size} dimensions; leave it out or send {size}",
                            param="dimensions")
-    languages = service.languages_for(len(texts), parse_language(body.get("language"),
-                                                                 "language"), "language")
+    languages = service.tags_for(texts, parse_language(body.get("language"), "language"),
+                                 "language")
     return TEIRequest(EmbeddingsRequest(texts, view, "float", languages, model),
                       True if normalize is None else normalize, truncate)
 

@@ -30,7 +30,6 @@ from script_models import WORDS, fit_script_model, library_text  # noqa: E402
 
 from disembed.encoders import HashEncoder, load_encoder  # noqa: E402
 from disembed.methods import METHODS, NeuralDisentangler, make_method, method_class  # noqa: E402
-from disembed.saved_model import SavedModel  # noqa: E402
 
 DE = ["hallo", "welt", "katze", "hund", "haus", "baum", "rot", "über", "größe", "straße"]
 EN = ["hello", "world", "cat", "dog", "house", "tree", "red", "over", "size", "street"]
@@ -200,11 +199,6 @@ def bert_models(tmp_path_factory):
     return root, out
 
 
-def library(folder, texts, tag):
-    saved = SavedModel.load(folder)
-    return saved.disentangler.meaning(saved.encoder.encode(texts), tag)
-
-
 def test_service_gives_the_librarys_vector_for_every_spelling(bert_models):
     from disembed.serving.app import BackgroundServer, create_app
     from disembed.serving.loading import load_service
@@ -280,7 +274,7 @@ def test_export_gives_the_librarys_vector_for_every_spelling_without_disembed(be
         for tag in TAGS if trust else [None]:
             jobs.append({"dir": str(out), "texts": texts, "trust": trust,
                          "kwargs": {"language": tag} if tag else {}})
-            want.append((f"{name} {tag}", library(folder, canonical, tag)))
+            want.append((f"{name} {tag}", library_text(folder, canonical, tag)))
     got = encode_in_fresh_process(jobs, tmp_path)
     for (key, expected), vectors in zip(want, got, strict=True):
         assert_same(vectors, expected, 1e-5, f"export {key}")

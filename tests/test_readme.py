@@ -140,7 +140,7 @@ def test_quickstart_runs(tmp_path, monkeypatch, full_data_dir, capsys):
     exec(compile(_example(_first_screen(), "quickstart"), "README quickstart", "exec"), {})
     assert (tmp_path / "models" / "quick" / "config.json").is_file()
     printed = capsys.readouterr().out
-    numbers = [float(x) for x in re.findall(r"-?\d+\.\d+", printed)]
+    numbers = [float(x) for x in re.findall(r"-?\d+\.\d*(?:e[-+]?\d+)?", printed)]  # "1." too
     assert len(numbers) == 9 and all(abs(numbers[i] - 1) < 1e-5 for i in (0, 4, 8))
 
     # then the command-line lines, on the model just saved (it records its encoder)

@@ -32,10 +32,11 @@ from .experiment import (
 from .experiment.analyse import AnalysisConfig, run_analyses
 from .methods import METHODS, Disentangler, load_disentangler, make_method
 from .methods.language_id import LanguagePrediction
+from .methods.routing import tags_with_scripts
 from .mining import MineConfig, mine_embeddings, mine_files, score_tsv, search_files
 from .progress import set_progress
 from .results import ExperimentResult, RunResult
-from .saved_model import calibrate_saved
+from .saved_model import SavedModel, calibrate_saved
 from .serving import export_model
 from .training import TrainConfig
 from .version import __version__
@@ -47,9 +48,10 @@ __all__ = [
     "Encoder", "EncoderIdentity", "EvalOptions", "ExperimentResult", "LanguagePrediction",
     "METHODS", "MineConfig", "calibrate_saved", "normalize_language",
     "export_model",
-    "ParallelPairs", "RunResult", "RunSpec", "TrainConfig", "TrainingData", "Workspace",
+    "ParallelPairs", "RunResult", "RunSpec", "SavedModel", "TrainConfig", "TrainingData",
+    "Workspace",
     "build_training_set", "cached", "compare_scores", "embed_pairs", "evaluate", "fit_method",
     "language_id_probe", "load_disentangler", "load_encoder", "make_method", "mine_embeddings",
     "mine_files", "read_parallel_files", "read_parallel_tsv", "run", "run_analyses", "run_bench",
-    "score_tsv", "search_files", "set_progress",
+    "score_tsv", "search_files", "set_progress", "tags_with_scripts",
 ]

@@ -9,6 +9,7 @@ server (hash encoder; training languages de, ru, zh, ar with en: :mod:`script_mo
 from __future__ import annotations
 
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -116,10 +117,32 @@ def test_pair_routes_score_the_librarys_untagged_vectors(served, path, kind):
     np.testing.assert_allclose(got, want, atol=TOL)
 
 
+class SlowFirstCall:
+    """The service's encoder, its first call held for ``delay`` seconds: requests that
+    arrive meanwhile queue up and are encoded together, however the machine schedules them
+    (the batch window alone ends early when it expects one client; CI once saw 6 batches
+    for 6 concurrent requests)."""
+
+    def __init__(self, inner, delay: float = 0.5) -> None:
+        self.inner, self.delay, self.calls = inner, delay, 0
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+    def encode(self, texts, **kwargs):
+        self.calls += 1
+        if self.calls == 1:
+            time.sleep(self.delay)
+        return self.inner.encode(texts, **kwargs)
+
+
 def test_micro_batched_requests_keep_each_rows_script(served):
     """Requests gathered into one encoder call: each row's vector is still its own text's
     (the batcher returns raw rows; the tags stay with the request)."""
     url, folder, app = served["mean-centering"]
+    counter = app.state.service.counter
+    inner = counter.encoder
+    counter.encoder = SlowFirstCall(inner)
     before = app.state.batcher.stats.batches
     want = library_text(folder, SCRIPT_TEXTS)
     got: dict[int, list] = {}
@@ -131,10 +154,13 @@ def test_micro_batched_requests_keep_each_rows_script(served):
             "embedding"]
 
     threads = [threading.Thread(target=one, args=(i,)) for i in range(len(SCRIPT_TEXTS))]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(60)
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+    finally:
+        counter.encoder = inner
     close([got[i] for i in range(len(SCRIPT_TEXTS))], want)
     assert app.state.batcher.stats.batches - before < len(SCRIPT_TEXTS)  # some were shared
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from tiny_bert import save_tiny_bert
 
 from disembed.encoders import (
     BACKENDS,
@@ -34,21 +35,7 @@ def _npy(tmp_path):
 def _st(tmp_path):
     """A random 16-d one-layer BERT over a few words, saved to a folder."""
     pytest.importorskip("sentence_transformers")
-    import torch
-    from tokenizers import Tokenizer, models, pre_tokenizers
-    from transformers import BertConfig, BertModel, PreTrainedTokenizerFast
-
-    words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "guten", "morgen"]
-    tok = Tokenizer(models.WordLevel(vocab={w: i for i, w in enumerate(words)}, unk_token="[UNK]"))
-    tok.pre_tokenizer = pre_tokenizers.Whitespace()
-    fast = PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]",
-                                   cls_token="[CLS]", sep_token="[SEP]", mask_token="[MASK]")
-    torch.manual_seed(0)
-    config = BertConfig(vocab_size=len(words), hidden_size=16, num_hidden_layers=1,
-                        num_attention_heads=2, intermediate_size=32, max_position_embeddings=64)
-    folder = tmp_path / "tiny"
-    BertModel(config).save_pretrained(folder)
-    fast.save_pretrained(folder)
+    folder = save_tiny_bert(tmp_path / "tiny", ["the", "cat", "guten", "morgen"])
     return f"st:{folder}", {"pooling": "cls", "prefix": "q: "}
 
 

@@ -5,27 +5,13 @@ import pytest
 
 pytest.importorskip("sentence_transformers")
 
+from tiny_bert import save_tiny_bert  # noqa: E402
+
 
 @pytest.fixture(scope="module")
 def tiny_model_dir(tmp_path_factory):
-    from tokenizers import Tokenizer, models, pre_tokenizers
-    from transformers import BertConfig, BertModel, PreTrainedTokenizerFast
-
-    folder = tmp_path_factory.mktemp("tiny-bert")
-    vocab = {w: i for i, w in enumerate(
-        ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hello", "world", "guten", "tag", "a", "b"])}
-    tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token="[UNK]"))
-    tok.pre_tokenizer = pre_tokenizers.Whitespace()
-    fast = PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]",
-                                   cls_token="[CLS]", sep_token="[SEP]", mask_token="[MASK]")
-    config = BertConfig(vocab_size=len(vocab), hidden_size=16, num_hidden_layers=1,
-                        num_attention_heads=2, intermediate_size=32, max_position_embeddings=64)
-    import torch
-
-    torch.manual_seed(0)
-    BertModel(config).save_pretrained(folder)
-    fast.save_pretrained(folder)
-    return folder
+    return save_tiny_bert(tmp_path_factory.mktemp("tiny-bert"),
+                          ["hello", "world", "guten", "tag", "a", "b"])
 
 
 def test_loads_local_folder_with_pooling_options(tiny_model_dir):

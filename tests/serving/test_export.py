@@ -15,6 +15,8 @@ import pytest
 
 pytest.importorskip("sentence_transformers")
 
+from tiny_bert import save_tiny_bert  # noqa: E402
+
 from disembed import load_encoder  # noqa: E402
 from disembed.exceptions import ConfigError  # noqa: E402
 from disembed.methods import make_method  # noqa: E402
@@ -31,22 +33,7 @@ def cosines(a, b):
 
 def build_tiny_bert(folder):
     """A random 16-d one-layer BERT, word-level tokenizer over EN + DE, saved to ``folder``."""
-    from tokenizers import Tokenizer, models, pre_tokenizers
-    from transformers import BertConfig, BertModel, PreTrainedTokenizerFast
-
-    words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "passage", ":", *EN, *DE]
-    tok = Tokenizer(models.WordLevel(vocab={w: i for i, w in enumerate(words)}, unk_token="[UNK]"))
-    tok.pre_tokenizer = pre_tokenizers.Whitespace()
-    fast = PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]",
-                                   cls_token="[CLS]", sep_token="[SEP]", mask_token="[MASK]")
-    import torch
-
-    torch.manual_seed(0)
-    config = BertConfig(vocab_size=len(words), hidden_size=16, num_hidden_layers=1,
-                        num_attention_heads=2, intermediate_size=32, max_position_embeddings=64)
-    BertModel(config).save_pretrained(folder)
-    fast.save_pretrained(folder)
-    return folder
+    return save_tiny_bert(folder, ["passage", ":", *EN, *DE])
 
 
 @pytest.fixture(scope="module")

@@ -23,6 +23,7 @@ pytest.importorskip("sentence_transformers")
 torch = pytest.importorskip("torch")
 
 from fresh_st import encode_in_fresh_process  # noqa: E402
+from tiny_bert import save_tiny_bert  # noqa: E402
 
 from disembed import load_encoder  # noqa: E402
 from disembed.methods import make_method  # noqa: E402
@@ -114,22 +115,8 @@ def test_the_exported_script_subtag_reads_codes_as_disembed(code, script):
 def build_tiny_bert(folder):
     """A random 16-d one-layer BERT, a word-level tokenizer over :data:`WORDS`, Greek and
     e5's ``passage:``."""
-    from tokenizers import Tokenizer, models, pre_tokenizers
-    from transformers import BertConfig, BertModel, PreTrainedTokenizerFast
-
-    words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "passage", ":",
-             *(w for ws in WORDS.values() for w in ws), *GREEK]
-    tok = Tokenizer(models.WordLevel(vocab={w: i for i, w in enumerate(words)},
-                                     unk_token="[UNK]"))
-    tok.pre_tokenizer = pre_tokenizers.Whitespace()
-    fast = PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]",
-                                   cls_token="[CLS]", sep_token="[SEP]", mask_token="[MASK]")
-    torch.manual_seed(0)
-    config = BertConfig(vocab_size=len(words), hidden_size=16, num_hidden_layers=1,
-                        num_attention_heads=2, intermediate_size=32, max_position_embeddings=64)
-    BertModel(config).save_pretrained(folder)
-    fast.save_pretrained(folder)
-    return folder
+    return save_tiny_bert(folder, ["passage", ":", *(w for ws in WORDS.values() for w in ws),
+                                   *GREEK])
 
 
 def _pairs(n=40, seed=0):

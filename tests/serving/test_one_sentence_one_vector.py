@@ -27,6 +27,7 @@ pytest.importorskip("sentence_transformers")
 httpx = pytest.importorskip("httpx")
 
 from script_models import WORDS, fit_script_model, library_text  # noqa: E402
+from tiny_bert import save_tiny_bert  # noqa: E402
 
 from disembed.encoders import HashEncoder, load_encoder  # noqa: E402
 from disembed.methods import METHODS, NeuralDisentangler, make_method, method_class  # noqa: E402
@@ -164,23 +165,8 @@ def test_two_processes_with_one_and_two_threads_give_the_same_vectors(hash_model
 def build_tiny_bert(folder):
     """A random 16-d one-layer BERT, a word-level tokenizer (no normaliser of its own) over
     the words of :data:`TEXTS` in NFC, saved to ``folder``."""
-    import torch
-    from tokenizers import Tokenizer, models, pre_tokenizers
-    from transformers import BertConfig, BertModel, PreTrainedTokenizerFast
-
-    words = list(dict.fromkeys(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *DE, *EN, *FR,
-                                *EL, *(w for ws in WORDS.values() for w in ws)]))
-    tok = Tokenizer(models.WordLevel(vocab={w: i for i, w in enumerate(words)},
-                                     unk_token="[UNK]"))
-    tok.pre_tokenizer = pre_tokenizers.Whitespace()
-    fast = PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]",
-                                   cls_token="[CLS]", sep_token="[SEP]", mask_token="[MASK]")
-    torch.manual_seed(0)
-    config = BertConfig(vocab_size=len(words), hidden_size=16, num_hidden_layers=1,
-                        num_attention_heads=2, intermediate_size=32, max_position_embeddings=64)
-    BertModel(config).save_pretrained(folder)
-    fast.save_pretrained(folder)
-    return folder
+    return save_tiny_bert(folder, [*DE, *EN, *FR, *EL,
+                                   *(w for ws in WORDS.values() for w in ws)])
 
 
 SURFACE_RECIPES = ("seed-centered", "mean-centering", "seed")

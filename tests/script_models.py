@@ -64,10 +64,13 @@ def fit_script_model(name: str, enc=None):
 
 
 def save_script_model(folder: Path, name: str = "mean-centering") -> Path:
-    """:func:`fit_script_model` on the hash encoder, saved to ``folder`` with its encoder."""
+    """:func:`fit_script_model` on the hash encoder, saved to ``folder`` with its encoder,
+    and checked to give the tests teeth (:func:`assert_mask_matters`)."""
     enc = HashEncoder(16)
-    return fit_script_model(name, enc).save(folder, metadata={
+    out = fit_script_model(name, enc).save(folder, metadata={
         "encoder": enc.identity.to_dict(), "encoder_spec": ENCODER_SPEC})
+    assert_mask_matters(out)
+    return out
 
 
 def library_text(folder: Path, texts, languages=None) -> np.ndarray:

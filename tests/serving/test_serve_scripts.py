@@ -22,7 +22,6 @@ from script_models import (  # noqa: E402
     ALLOWED,
     MASKED,
     SCRIPT_TEXTS,
-    assert_mask_matters,
     library_text,
     save_script_model,
     unit,
@@ -42,7 +41,6 @@ def served(tmp_path_factory):
     stack = []
     for name in RECIPES:
         folder = save_script_model(root / name, name)
-        assert_mask_matters(folder)
         # a wide batch window: the concurrent requests below share encoder calls
         app = create_app(load_service(folder, use_cache=False),
                          options=ServeOptions(batch_window=0.05))

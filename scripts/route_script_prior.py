@@ -39,6 +39,7 @@ run's own untagged score). A measurement made once, after the choice.
 from __future__ import annotations
 
 import argparse
+import functools
 import logging
 import sys
 from pathlib import Path
@@ -100,29 +101,13 @@ def mixed_meaning(model, X: np.ndarray, texts: list[str], mode: str) -> np.ndarr
 
 def masked_torch_map(model, texts: list[str]):
     """The script-prior mixture as a torch function of ``e (n, d)`` for these ``texts``'
-    rows (the export's own module, its logits masked row by row as the library does)."""
+    rows: the export's own module, its logits masked row by row as the library does."""
     import torch
 
-    f = msr.torch_meaning(model)
-    module = f.__self__
+    module = msr.torch_meaning(model).__self__
     lid = model.language_id_
     allowed = torch.from_numpy(lid.allowed_for_scripts([script_of(t) for t in texts]))
-    unmasked_logits = module.route_weights
-
-    def route_weights(e):
-        t = module.tensors
-        z = e - t["lid.center"]
-        z = z / z.norm(dim=1, keepdim=True).clamp_min(1e-12)
-        logits = (z @ t["lid.W"].T + t["lid.b"]).double() / module.route_temperature
-        logits = torch.where(allowed, logits, torch.tensor(-torch.inf, dtype=logits.dtype))
-        logits = logits - logits.max(dim=1, keepdim=True).values
-        w = torch.softmax(logits, 1)
-        w = torch.where(w < module.min_route_weight, torch.zeros_like(w), w)
-        return w / w.sum(dim=1, keepdim=True)
-
-    assert module.route_map == "softmax" and unmasked_logits is not None
-    module.route_weights = route_weights
-    return f
+    return functools.partial(module.mixture, allowed=allowed)
 
 
 def continuity(enc) -> None:

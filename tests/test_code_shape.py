@@ -8,6 +8,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
 import disembed
 
 SRC = Path(disembed.__file__).parent
@@ -82,3 +84,22 @@ def test_the_checks_find_what_they_look_for(tmp_path):
         "    from disembed.methods import base\n")
     assert long_functions(tmp_path) == ["bad.py:1 long (61 lines)"]
     assert lazy_internal_imports(tmp_path) == [("bad.py", "methods"), ("bad.py", "other")]
+
+
+def test_every_module_is_in_an_import_linter_layer():
+    """Issue 45: ``_openmp.py`` was in no layer, so import-linter checked nothing of it."""
+    import pkgutil
+
+    import tomllib
+
+    pyproject = SRC.parents[1] / "pyproject.toml"
+    if not pyproject.is_file():
+        pytest.skip("an installed disembed: no pyproject.toml beside it")
+    contracts = tomllib.loads(pyproject.read_text(encoding="utf-8"))["tool"]["importlinter"][
+        "contracts"]
+    layers = {name.strip() for c in contracts if c["type"] == "layers"
+              for layer in c["layers"] for name in layer.split("|")}
+    modules = [m.name for m in pkgutil.walk_packages(disembed.__path__, "disembed.")]
+    outside = [m for m in modules
+               if not any(m == name or m.startswith(name + ".") for name in layers)]
+    assert len(modules) > 100 and outside == []

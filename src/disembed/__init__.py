@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import logging
 
-from . import _openmp  # noqa: F401 - first: sets libgomp's spin before torch loads
+from . import _openmp
+
+_openmp.spin_for_the_command_line()  # first: only in the command line, before torch loads
 from .analysis import compare_scores, language_id_probe
 from .data.languages import normalize_language
 from .data.parallel import ParallelPairs, read_parallel_files, read_parallel_tsv

@@ -21,12 +21,41 @@ def _python(code: str, **env: str) -> str:
                           check=True, capture_output=True, text=True, timeout=120).stdout.strip()
 
 
-def test_importing_disembed_sets_the_spin_before_torch_loads():
+def test_importing_disembed_changes_no_environment_variable():
+    """Issue 45: ``import disembed`` set ``GOMP_SPINCOUNT`` in every process that imported
+    it; only the command line may."""
     out = _python("""
-        import os, sys
+        import os
+        before = dict(os.environ)
         import disembed
         from disembed import _openmp
-        print(_openmp.APPLIED, os.environ.get("GOMP_SPINCOUNT"))""")
+        print(_openmp.APPLIED, dict(os.environ) == before)""")
+    assert out == "False True"
+
+
+@pytest.mark.parametrize("argv, yes", [
+    (["/usr/bin/python3", "-m", "disembed", "serve"], True),
+    (["python", "-X", "dev", "-m", "disembed.cli", "encode"], True),
+    (["/venv/bin/python", "/venv/bin/disembed", "serve", "--port", "8000"], True),
+    (["python", "-c", "import disembed"], False),
+    (["python", "my_script.py", "disembed"], False),
+    (["python", "-m", "pytest", "tests"], False),
+    (["python"], False),
+])
+def test_the_command_line_is_recognised(argv, yes):
+    from disembed._openmp import is_command_line
+
+    assert is_command_line(argv) is yes
+
+
+def test_the_command_line_sets_the_spin_before_torch_loads():
+    out = subprocess.run([sys.executable, "-c", textwrap.dedent("""
+        import sys
+        sys.orig_argv = [sys.executable, "-m", "disembed", "info"]  # as the command line
+        import disembed, os
+        from disembed import _openmp
+        print(_openmp.APPLIED, os.environ.get("GOMP_SPINCOUNT"))""")], env=CLEAN, check=True,
+        capture_output=True, text=True, timeout=120).stdout.strip()
     assert out == "True 10000"  # APPLIED is False if torch loaded first: the spin came too late
 
 
@@ -37,7 +66,8 @@ def test_importing_disembed_sets_the_spin_before_torch_loads():
 ])
 def test_the_spin_is_left_alone_when_set_or_too_late(env, first, expected):
     out = _python(f"""
-        import os
+        import os, sys
+        sys.orig_argv = [sys.executable, "-m", "disembed", "info"]
         {first}
         import disembed
         from disembed import _openmp

@@ -224,10 +224,6 @@ def seed(text: str) -> int:
     return value
 
 
-def nonnegative_int(text: str) -> int:
-    return _int_at_least(text, 0, "an integer >= 0")
-
-
 def _spool(source, label: str) -> str:
     """Copy a stream (stdin, a FIFO) into a temporary file, removed when disembed exits: the
     readers index files by byte offset and read them twice."""

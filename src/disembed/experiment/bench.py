@@ -22,10 +22,9 @@ from ..exceptions import ConfigError
 from ..methods import METHODS, method_class
 from ..provenance import environment
 from ..reports.bench_report import DIFFERENCES_PNG, SUMMARY_PNG, render_bench
-from ..reports.html import markdown_page
+from ..reports.html import write_report
 from ..reports.plots import write_difference_plot, write_summary_plot
 from ..results import ExperimentResult
-from ..util.files import atomic_write_text
 from ..util.folders import mark_folder
 from ..util.text import slug
 from .params import build_method, check_method_params
@@ -178,13 +177,11 @@ def run_bench(config: BenchConfig) -> ExperimentResult:
 def write_bench(result: ExperimentResult, out: Path) -> None:
     """``bench.json`` (the result), ``summary.png`` (with matplotlib), ``results.md`` and the
     self-contained ``report.html``."""
-    result.to_json(out / "bench.json")
     figure = write_summary_plot(result.runs, out / SUMMARY_PNG) is not None
     differences = write_difference_plot(result.comparisons, out / DIFFERENCES_PNG) is not None
-    text = render_bench(result, figure=figure, differences=differences)
-    atomic_write_text(out / "results.md", text)
-    atomic_write_text(out / "report.html", markdown_page(text, title="disembed bench",
-                                                         base_dir=out))
+    write_report(result, out, json_name="bench.json", markdown_name="results.md",
+                 render=lambda r: render_bench(r, figure=figure, differences=differences),
+                 title="disembed bench")
 
 
 __all__ = ["DEFAULT_METHODS", "DEFAULT_RECIPE", "DEFAULT_RECIPE_PARAMS", "BenchConfig",

@@ -10,10 +10,9 @@ from pathlib import Path
 from ..analysis.significance import Comparison
 from ..exceptions import MissingDependencyError
 from ..results import ExperimentResult, RunResult
-from ..util.files import atomic_write_text
 from ..util.text import slug
 from . import analysis_plots as ap
-from .html import markdown_page
+from .html import write_report
 
 logger = logging.getLogger(__name__)
 
@@ -223,13 +222,8 @@ def write_analysis(result: ExperimentResult, out: Path, *, plots: bool = True) -
             result.extras["figures"] = make_figures(result, out)
         except MissingDependencyError as exc:
             logger.warning("no figures: %s", exc)
-    result.to_json(out / "analysis.json")
-    text = render_analysis(result)
-    atomic_write_text(out / "analysis.md", text)
-    atomic_write_text(out / "report.html", markdown_page(text, title="disembed analyses",
-                                                         base_dir=out))
-    logger.info("analysis report: %s", out / "report.html")
-    return out / "analysis.md"
+    return write_report(result, out, json_name="analysis.json", markdown_name="analysis.md",
+                        render=render_analysis, title="disembed analyses")
 
 
 def make_figures(result: ExperimentResult, out: Path) -> dict[str, str]:

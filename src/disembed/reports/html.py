@@ -11,8 +11,11 @@ import html
 import logging
 import re
 from pathlib import Path
+from typing import Any, Callable
 
 import markdown
+
+from ..util.files import atomic_write_text
 
 logger = logging.getLogger(__name__)
 
@@ -54,4 +57,17 @@ def markdown_page(text: str, *, title: str, base_dir: str | Path) -> str:
             f"<body>\n{body}\n</body></html>\n")
 
 
-__all__ = ["markdown_page"]
+def write_report(result, out: Path, *, json_name: str, markdown_name: str,
+                 render: Callable[[Any], str], title: str) -> Path:
+    """The one report writer: ``out/json_name`` (the result, ``result.to_json``), then
+    ``out/markdown_name`` (``render(result)``) and the self-contained ``out/report.html``
+    of it; returns the markdown's path."""
+    result.to_json(out / json_name)
+    text = render(result)
+    atomic_write_text(out / markdown_name, text)
+    atomic_write_text(out / "report.html", markdown_page(text, title=title, base_dir=out))
+    logger.info("%s: %s", title, out / "report.html")
+    return out / markdown_name
+
+
+__all__ = ["markdown_page", "write_report"]

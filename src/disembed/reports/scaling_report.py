@@ -8,8 +8,7 @@ from pathlib import Path
 
 from ..exceptions import MissingDependencyError
 from ..results import ExperimentResult
-from ..util.files import atomic_write_text
-from .html import markdown_page
+from .html import write_report
 from .plots import pyplot, save_png
 from .tables import task_options_text
 
@@ -193,13 +192,8 @@ def write_scaling(result: ExperimentResult, out: Path) -> Path:
     except MissingDependencyError as exc:
         logger.warning("no plots: %s", exc)
     result.extras["figures"] = figures
-    result.to_json(out / "scaling.json")
-    text = render_scaling(result)
-    atomic_write_text(out / "scaling.md", text)
-    atomic_write_text(out / "report.html", markdown_page(text, title="disembed scaling study",
-                                                         base_dir=out))
-    logger.info("scaling report: %s", out / "report.html")
-    return out / "scaling.md"
+    return write_report(result, out, json_name="scaling.json", markdown_name="scaling.md",
+                        render=render_scaling, title="disembed scaling study")
 
 
 __all__ = ["plot_task", "render_scaling", "write_scaling"]

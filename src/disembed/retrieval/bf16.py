@@ -28,11 +28,8 @@ worst case: Cauchy-Schwarz on the input rounding, one full ulp on the output), a
 window of ``2.02 delta`` would make it hold always; the narrower one keeps fewer entries.
 Lists without the certificate are searched again (:mod:`.knn`).
 
-Float32 products get the same treatment (:data:`FLOAT32`): their only error is the
-summation's, ``gamma_d ||x|| ||y||max``, so their window holds just the near-ties below
-float32 resolution, which blocked products order by rounding noise (it differs between
-kernels and block shapes); re-scored and certified, both precisions return the same
-lists.
+Float32 products get the same treatment (:mod:`.products`, which also holds the window
+both precisions cut by).
 """
 
 from __future__ import annotations
@@ -44,13 +41,11 @@ import numpy as np
 import torch
 
 from .scan import run_parallel
-from .topk import Window
 
 logger = logging.getLogger(__name__)
 
 ULP_BF16 = 2.0**-7  # relative size of one bfloat16 ulp (8 significant bits)
 U_FP32 = 2.0**-24
-WINDOW = 1.5  # the candidate window in units of delta (module docstring)
 _TINY = 2.0**-50  # below this a row's statistics are computed in float64
 _LISTS = 4096  # lists per re-scoring task
 _GATHER = 64  # lists gathered at once (their rows stay in cache)
@@ -110,27 +105,6 @@ def slack(q: RoundingStats, db: RoundingStats, d: int) -> np.ndarray:
             + gamma(d) * (q.norm_bf * db.norm_bf.max() + q.norm * db.norm.max()) + 1e-30)
 
 
-@dataclass(frozen=True)
-class Products:
-    """The products a search ranks by, and how far they can be from the float32 score
-    ``s``: ``|p - s| <= ulp |p| + A`` (``A``: :meth:`slack`)."""
-
-    name: str
-    dtype: torch.dtype
-    ulp: float
-
-    def slack(self, q: RoundingStats, db: RoundingStats, d: int) -> np.ndarray:
-        if self.dtype == torch.bfloat16:
-            return slack(q, db, d)
-        # float32 products of float32 rows: only the summation, inflated for the float32
-        # rounding of the float64 re-scoring (the ulp term covers it at larger scores)
-        return gamma(d) * q.norm * db.norm.max() * (1 + 2.0**-20) + 1e-30
-
-
-BFLOAT16 = Products("bfloat16", torch.bfloat16, ULP_BF16)
-FLOAT32 = Products("float32", torch.float32, 2.0**-23)  # 2x the re-scoring's rounding
-
-
 def certified(kth_exact: np.ndarray, m: np.ndarray, q: RoundingStats, db: RoundingStats,
               d: int) -> np.ndarray:
     """``(nq,) bool``: rows whose k-th re-scored value ``kth_exact`` is strictly above every
@@ -143,14 +117,6 @@ def _bar(m: np.ndarray, a: np.ndarray, ulp: float) -> np.ndarray:
     m = m.astype(np.float64)
     with np.errstate(invalid="ignore"):
         return np.where(np.isneginf(m), -np.inf, m + ulp * np.abs(m) + a)
-
-
-def window(q: RoundingStats, db: RoundingStats, d: int, k: int,
-           products: Products = BFLOAT16) -> Window:
-    """The candidate window of lists of ``q`` against ``db`` (``WINDOW`` times delta)."""
-    a = torch.from_numpy(WINDOW * products.slack(q, db, d)).float()
-    return Window(keep=k, rel=WINDOW * products.ulp,
-                  slack=torch.nextafter(a, torch.tensor(np.inf)))
 
 
 def exact_lists(values: torch.Tensor, indices: torch.Tensor, m: np.ndarray, queries, database,

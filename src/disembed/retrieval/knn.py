@@ -37,7 +37,8 @@ import numpy as np
 
 from ..exceptions import ConfigError, ShapeError
 from ..hardware import configure_threads, probe
-from .bf16 import BFLOAT16, FLOAT32, Products, RoundingStats, exact_lists, window
+from .bf16 import RoundingStats, exact_lists
+from .products import BFLOAT16, FLOAT32, Products, window
 from .profile import paused, stage
 from .scan import Blocks, scan
 from .topk import GROUP, TopKLists

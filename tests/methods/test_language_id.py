@@ -147,7 +147,7 @@ def test_route_weights_are_a_continuous_distribution(route_map):
 
 
 def test_sparsemax_is_the_projection_onto_the_simplex():
-    from disembed.methods.language_id import sparsemax
+    from disembed.util.routing_rule import sparsemax
 
     z = np.array([[0.0, 0.0, -5.0], [2.0, 0.0, 0.0], [0.3, 0.0, 0.0], [1.0, 1.0, 1.0]])
     np.testing.assert_allclose(sparsemax(z), [[0.5, 0.5, 0], [1, 0, 0], [0.2 + 1 / 3, 1 / 3 - 0.1,

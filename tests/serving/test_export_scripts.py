@@ -3,16 +3,17 @@ library's text path, ``SavedModel.meaning(texts)``, where an untagged text is re
 the training languages that write its script (``disembed.methods.routing``), in a process
 where disembed cannot be imported.
 
-Bugs feared (each was put in and made a test here fail): the export ignoring the script
-(the whole posterior, as before), the script counted on the prompt as well (``passage: `` is
-Latin letters and makes a short Chinese text Latin), a tie given to the last script instead
-of the first, the twin of ``script_of`` without NFC, ``und-Hani`` read as "no script".
+The export runs disembed's own routing rule (``disembed/util/routing_rule.py``, shipped as
+``routing_rule.py`` byte for byte), so there is no twin to keep in line. Bugs feared (each
+was put in and made a test here fail): the export ignoring the script (the whole posterior,
+as before), the script counted on the prompt as well (``passage: `` is Latin letters and
+makes a short Chinese text Latin), a rewritten copy of the rule shipped instead of the
+file.
 """
 
 from __future__ import annotations
 
 import json
-import random
 import sys
 import unicodedata
 
@@ -29,7 +30,6 @@ from disembed import load_encoder  # noqa: E402
 from disembed.methods import make_method  # noqa: E402
 from disembed.saved_model import SavedModel  # noqa: E402
 from disembed.serving import export_model, exported_module  # noqa: E402
-from disembed.util.scripts import SCRIPTS, script_of, script_ranges  # noqa: E402
 
 
 def _nfc(words: list[str]) -> list[str]:
@@ -61,54 +61,18 @@ TEXTS = ["hallo welt katze", "hello cat 猫", "hund über haus",  # Latin
 TAGS = [None, "und", "und-Hani", "mul_cyrl", "und-Grek", "und-Hans", "und-Jpan", "zh", "fr"]
 
 
-def script_table():
-    return list(SCRIPTS), dict(zip(("starts", "ends", "scripts"), map(list, script_ranges()),
-                                   strict=True))
+def test_the_export_ships_the_librarys_routing_rule_byte_for_byte(scripted):
+    """The rule is one file: the export's ``routing_rule.py`` is ``disembed.util.routing_rule``
+    as it is (not a twin kept in line by hand), and the head imports it."""
+    from pathlib import Path
 
+    import disembed.util.routing_rule as rule
 
-# --- the twin of script_of ---------------------------------------------------------------
-def varied_strings() -> list[str]:
-    fixed = ["", "123 !?", "hello", "Привет, мир", "火车八点出发。", "القطار يغادر",
-             "ab αβ", "αβ ab", "ab 火车", "火车 ab",  # ties: the first script in SCRIPTS
-             "Việt Nam", unicodedata.normalize("NFD", "Việt Nam"),
-             unicodedata.normalize("NFD", "한 a"),  # 3 jamo in NFD, one syllable in NFC
-             "ＡＢＣ　ｄｅｆ", "ﾊﾝｶｸ カタカナ", "電車は八時に出発します。", "기차는 8시에",
-             "a\x00b\x85c\x7f", "\x00\x01\x1f", "བོད་ཡིག english", "ꓐꓑꓒ abc",  # Lisu: Zzzz
-             "𠀀𠀁 ab", "🚆🚆🚆", "ß ẞ ǅ ʰ", "\u0301\u0301a"]
-    rng = random.Random(0)
-    blocks = [(0x20, 0x2FF), (0x370, 0x52F), (0x590, 0x6FF), (0x900, 0x9FF), (0xE00, 0xEFF),
-              (0x1100, 0x11FF), (0x3040, 0x30FF), (0x4E00, 0x4E80), (0xAC00, 0xAC80),
-              (0xFF00, 0xFFEF), (0x10000, 0x1047F), (0x20000, 0x20080), (0x0, 0x9F)]
-    generated = []
-    for _ in range(400):
-        parts = [chr(rng.randint(*rng.choice(blocks))) for _ in range(rng.randint(0, 12))]
-        generated.append("".join(parts))
-    return fixed + generated + [unicodedata.normalize("NFD", t) for t in generated]
-
-
-def test_the_exported_script_of_is_the_librarys():
-    names, ranges = script_table()
-    strings = varied_strings()
-    got = [exported_module.script_of(t, names, ranges) for t in strings]
-    assert got == [script_of(t) for t in strings]
-    assert {g for g in got} >= {None, "Latn", "Cyrl", "Hani", "Arab", "Hang", "Zzzz"}
-    # the cases that pin the details: ties, NFC, fullwidth, control characters
-    pin = dict(zip(strings[:12], got[:12], strict=True))
-    assert pin["ab αβ"] == pin["αβ ab"] == pin["ab 火车"] == pin["火车 ab"] == "Latn"
-    assert exported_module.script_of(unicodedata.normalize("NFD", "한 a"), names,
-                                     ranges) == "Latn"  # NFC: one Hangul letter, a tie
-    assert exported_module.script_of("ＡＢＣ", names, ranges) == "Latn"
-    assert exported_module.script_of("", names, ranges) is None
-
-
-@pytest.mark.parametrize("code, script", [("und-Hani", "Hani"), ("mul_hani", "Hani"),
-                                          ("und-Hani-TW", "Hani"), ("UND-LATN", "Latn"),
-                                          ("und", None), ("und-TW", None), ("und-12ab", None)])
-def test_the_exported_script_subtag_reads_codes_as_disembed(code, script):
-    from disembed.data.languages import normalize_tag, script_subtag
-
-    assert script_subtag(normalize_tag(code)) == script
-    assert exported_module.script_subtag(code) == script
+    for _, export in scripted.values():
+        assert (export / "routing_rule.py").read_bytes() == Path(rule.__file__).read_bytes()
+        head = (export / "disembed_meaning.py").read_text(encoding="utf-8")
+        assert "from .routing_rule import" in head
+        assert "def script_of" not in head and "def route_weights(e" not in head
 
 
 # --- the export against the library --------------------------------------------------------

@@ -16,7 +16,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("sentence_transformers")
 transformers = pytest.importorskip("transformers")
 
-from disembed.serving import exported_module  # noqa: E402
+from disembed.serving import packed_transformer as exported_module  # noqa: E402
 
 _packable = exported_module._packable
 attention_groups = exported_module.attention_groups

@@ -49,3 +49,32 @@ def test_the_ranges_cover_exactly_the_letters():
                                               strict=True))
     letters = sum(e - s + 1 for s, e in zip(starts, ends, strict=True))
     assert letters == sum(chr(c).isalpha() for c in range(0x110000))
+
+
+def test_invisible_hangul_fillers_are_no_korean_letters():
+    """Issue 48: U+3164, U+115F, U+1160 and U+FFA0 show nothing; counted as Hangul, three of
+    them made ``ab`` Korean (and routed a Latin text to Korean alone)."""
+    for filler in ("\u3164", "\u115f", "\u1160", "\uffa0"):
+        assert script_of(filler * 5) is None, hex(ord(filler))
+        assert script_of(filler * 5 + "ab") == "Latn", hex(ord(filler))
+    assert script_of("\u3164\u3164 한국") == "Hang"  # real Hangul still is
+
+
+def test_mathematical_and_enclosed_latin_is_latin():
+    """Issue 48: mathematical bold ``𝐇𝐞𝐥𝐥𝐨`` was ``Zzzz`` (an unknown script); letters are
+    read NFKC-folded for the script (the text embedded is unchanged)."""
+    assert script_of("𝐇𝐞𝐥𝐥𝐨 𝐰𝐨𝐫𝐥𝐝") == "Latn"
+    assert script_of("𝓗𝓮𝓵𝓵𝓸 𝔴𝔬𝔯𝔩𝔡 Ⓐⓑ") == "Latn"
+    assert script_of("𝐇𝐞𝐥𝐥𝐨 мир") == "Latn"  # 5 folded Latin letters to 3 Cyrillic
+
+
+@pytest.mark.parametrize("code, script", [("und-Hani", "Hani"), ("mul_hani", "Hani"),
+                                          ("und-Hani-TW", "Hani"), ("UND-LATN", "Latn"),
+                                          ("und", None), ("und-TW", None), ("und-12ab", None),
+                                          ("zh-Hant", None), (None, None)])
+def test_the_script_a_tag_names(code, script):
+    from disembed.data.languages import normalize_tag, script_subtag
+
+    assert script_subtag(code) == script
+    if code is not None and script is not None:
+        assert script_subtag(normalize_tag(code)) == script

@@ -24,6 +24,15 @@ import string
 
 from ..exceptions import ConfigError
 
+# what a tag without a language means is the routing rule's (one file, shipped with exports)
+from ..util.routing_rule import (  # noqa: F401
+    NO_LANGUAGE,
+    SCRIPT_PARTS,
+    UNDETERMINED,
+    script_parts,
+    script_subtag,
+)
+
 # ISO 639-3 (and Tatoeba's individual-language codes) -> canonical ISO 639-1.
 _ISO3_TO_1 = {
     "afr": "af", "amh": "am", "ara": "ar", "arb": "ar", "aze": "az", "bel": "be", "ben": "bn",
@@ -83,12 +92,6 @@ def known_languages() -> list[str]:
 #: where the CLDR's preferred subtag (what ``langcodes`` returns) differs from the code this
 #: project, XTREME and Tatoeba's file names use
 _CLDR_TO_CANONICAL = {"fil": "tl", "sr": "sr", "iw": "he", "in": "id", "mo": "ro"}
-
-
-#: BCP-47 codes that name no one language ("undetermined", "multiple languages"): a row
-#: tagged so is handled as untagged (its language identified from the text)
-NO_LANGUAGE = ("und", "mul")
-
 
 #: ISO 639-2's codes reserved for local use (``qaa``-``qtz``): they name no language
 _LOCAL_USE = re.compile("q[a-t][a-z]")
@@ -158,32 +161,13 @@ def normalize_tag(code: str | None) -> str | None:
     :func:`script_subtag`); else :func:`normalize_language`'s canonical code."""
     if code is None:
         return None
-    if isinstance(code, str):
-        parts = code.strip().replace("_", "-").split("-")
-        if parts[0].lower() in NO_LANGUAGE:
-            script = parts[1] if len(parts) > 1 and len(parts[1]) == 4 else None
-            if script is None or not script.isascii() or not script.isalpha():
-                return None
-            return f"{UNDETERMINED}-{script.title()}"
+    if isinstance(code, str) and code.strip().replace("_", "-").split("-")[0].lower() \
+            in NO_LANGUAGE:
+        script = script_subtag(code)
+        return None if script is None else f"{UNDETERMINED}-{script}"
     return normalize_language(code)
 
 
-#: the language subtag of a per-row tag that names a script but no language
-UNDETERMINED = "und"
-
-
-def script_subtag(tag: str | None) -> str | None:
-    """The script of a normalised tag that names only a script (``und-Hani`` -> ``Hani``),
-    else ``None``."""
-    if isinstance(tag, str) and tag.startswith(UNDETERMINED + "-"):
-        return tag[len(UNDETERMINED) + 1:]
-    return None
-
-
-#: scripts that stand for several (a CLDR likely script or a tag's script subtag -> the ISO
-#: 15924 scripts of its letters, as :func:`disembed.util.scripts.script_of` names them)
-SCRIPT_PARTS = {"Hans": ("Hani",), "Hant": ("Hani",), "Jpan": ("Hani", "Hira", "Kana"),
-                 "Kore": ("Hang", "Hani")}
 #: languages widely written in more than their CLDR likely script
 _OTHER_SCRIPTS = {
     "sr": ("Latn",), "sh": ("Cyrl",), "bs": ("Cyrl",), "uz": ("Cyrl",), "az": ("Cyrl", "Arab"),
@@ -203,13 +187,6 @@ def language_scripts(code: str) -> frozenset[str]:
     canonical = normalize_language(code)
     script = language_script(canonical).rsplit("-", 1)[1]
     return frozenset(script_parts(script) + _OTHER_SCRIPTS.get(canonical, ()))
-
-
-def script_parts(script: str) -> tuple[str, ...]:
-    """The scripts of the letters ``script`` stands for (``Hans`` -> Hani, ``Jpan`` -> Hani,
-    Hira, Kana; any other -> itself): a row tagged ``und-Jpan`` may be in any language that
-    writes one of them."""
-    return SCRIPT_PARTS.get(script, (script,))
 
 
 @functools.lru_cache(maxsize=1)

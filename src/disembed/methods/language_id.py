@@ -31,8 +31,10 @@ from typing import Any, Literal, Sequence
 
 import numpy as np
 
-from ..data.languages import language_scripts, script_parts
+from ..data.languages import language_scripts
 from ..exceptions import CheckpointError, ConfigError, NotFittedError
+from ..util import routing_rule as rule
+from ..util.routing_rule import MIN_ROUTE_WEIGHT, ROUTE_MAPS
 
 logger = logging.getLogger(__name__)
 
@@ -42,14 +44,12 @@ KINDS = ("centroid", "softmax")
 #: the temperature of the route weights (docs/language_free.md, "No hard route"); saved
 #: with the identifier, and what a model saved before it existed gets
 DEFAULT_ROUTE_TEMPERATURE = 1.0
-#: how logits become route weights: ``softmax`` (the tempered posterior) or ``sparsemax``
-#: (the posterior's Euclidean projection onto the simplex: piecewise linear, exactly one-hot
-#: where one language leads by a margin); docs/language_free.md, "No hard route"
-ROUTE_MAPS = ("softmax", "sparsemax")
+#: how logits become route weights (:data:`~disembed.util.routing_rule.ROUTE_MAPS`):
+#: ``softmax`` (the tempered posterior) or ``sparsemax`` (the posterior's Euclidean
+#: projection onto the simplex: piecewise linear, exactly one-hot where one language leads
+#: by a margin); docs/language_free.md, "No hard route". A route weight below
+#: :data:`~disembed.util.routing_rule.MIN_ROUTE_WEIGHT` is dropped.
 DEFAULT_ROUTE_MAP = "softmax"
-#: a route weight below this is dropped (and the row's other weights renormalised), so a
-#: row is not run through routes that cannot change it
-MIN_ROUTE_WEIGHT = 1e-4
 
 
 @dataclass(frozen=True)
@@ -127,49 +127,46 @@ class LanguageIdentifier:
         if not self.is_fitted:
             raise NotFittedError("this LanguageIdentifier is not fitted; fit it first")
         Z = _unit(np.asarray(X, np.float32) - self.center_)
-        return Z, Z @ self.W_.T + self.b_
+        return Z, rule.logits(X, self.center_, self.W_, self.b_)
 
-    def route_weights(self, X: np.ndarray, allowed: np.ndarray | None = None) -> np.ndarray:
+    def logits(self, X: np.ndarray) -> np.ndarray:
+        """``(n, L) float32``: the identifier's logits for raw embeddings ``X (n, d)`` (the
+        routing rule's :func:`~disembed.util.routing_rule.logits`): one pass, from which
+        :meth:`route_weights`, :meth:`predict` and the reported language all read."""
+        return self._logits(X)[1]
+
+    def route_weights(self, X: np.ndarray, allowed: np.ndarray | None = None, *,
+                      scores: np.ndarray | None = None) -> np.ndarray:
         """``(n, L) float64``: the weight of each language's route for each row of raw
-        embeddings ``X (n, d)``, ``softmax(logits / route_temperature)`` with weights below
-        :data:`MIN_ROUTE_WEIGHT` dropped and each row renormalised (row by row).
+        embeddings ``X (n, d)`` (the routing rule's
+        :func:`~disembed.util.routing_rule.route_weights` at this identifier's temperature
+        and map). ``allowed (n, L) bool``: the languages each row may be in (the script
+        prior, :meth:`allowed_for_scripts`). ``scores``: the :meth:`logits` of ``X``,
+        where the caller has them already (no second pass)."""
+        scores = self.logits(X) if scores is None else scores
+        return rule.route_weights(scores, self.route_temperature, self.route_map,
+                                  MIN_ROUTE_WEIGHT, allowed)
 
-        ``allowed (n, L) bool``: the languages each row may be in (the script prior,
-        :meth:`allowed_for_scripts`); the others' logits are ``-inf``, so the posterior is
-        the identifier's, restricted to them and renormalised. Every row needs at least one.
-        """
-        logits = self._logits(X)[1].astype(np.float64) / self.route_temperature
-        if allowed is not None:
-            logits = np.where(allowed, logits, -np.inf)
-        logits -= logits.max(axis=1, keepdims=True)
-        if self.route_map == "sparsemax":
-            w = sparsemax(logits)
-        else:
-            w = np.exp(logits)
-            w /= w.sum(axis=1, keepdims=True)
-        w[w < MIN_ROUTE_WEIGHT] = 0.0
-        return w / w.sum(axis=1, keepdims=True)
+    def language_scripts(self) -> dict[str, list[str]]:
+        """Each known language's scripts (:func:`~disembed.data.languages.language_scripts`),
+        what the routing rule's mask reads."""
+        return {code: sorted(language_scripts(code)) for code in self.languages_}
 
     def allowed_for_scripts(self, scripts: Sequence[str | None]) -> np.ndarray:
         """``(n, L) bool``: for each row's script (ISO 15924, ``None``: none known), the
-        languages of :attr:`languages_` that write it (or one of the scripts it stands for,
-        :func:`~disembed.data.languages.script_parts`: ``Hans``, ``Jpan``)
-        (:func:`~disembed.data.languages.language_scripts`); all of them where the row has
-        no script or none of them writes it (a Greek text for a model without Greek: the
+        languages of :attr:`languages_` that write it (the routing rule's
+        :func:`~disembed.util.routing_rule.allowed`); all of them where the row has no
+        script or none of them writes it (a Greek text for a model without Greek: the
         identifier's whole posterior, as without the prior)."""
-        writes = {}
-        for code in self.languages_:
-            for script in language_scripts(code):
-                writes.setdefault(script, np.zeros(len(self.languages_), bool))[
-                    self.languages_.index(code)] = True
-        every = np.ones(len(self.languages_), bool)
+        return rule.allowed(list(scripts), self.languages_, self.language_scripts())
 
-        def allowed(script: str | None) -> np.ndarray:
-            parts = [writes[p] for p in script_parts(script) if p in writes] if script else []
-            return np.logical_or.reduce(parts) if parts else every
-
-        return np.array([allowed(s) for s in scripts], bool).reshape(
-            len(scripts), len(self.languages_))
+    def report(self, scripts: Sequence[str | None], scores: np.ndarray
+               ) -> tuple[list[str], np.ndarray]:
+        """``(tags, probabilities)`` reported for rows with these ``scripts`` and
+        :meth:`logits` (:func:`~disembed.util.routing_rule.reported_languages`: ``und`` or
+        ``und-<Script>`` where unsure or no training language writes the script)."""
+        return rule.reported_languages(scores, self.languages_, list(scripts),
+                                       self.language_scripts())
 
     def predict(self, X: np.ndarray) -> LanguagePrediction:
         """The language of each row of raw embeddings ``X (n, d)``."""
@@ -239,18 +236,6 @@ class LanguageIdentifier:
             raise CheckpointError(f"saved language identifier has wrong shapes (got, expected): "
                                   f"{wrong}")
         return lid
-
-
-def sparsemax(z: np.ndarray) -> np.ndarray:
-    """Row-wise ``argmin_w |w - z|^2`` over the probability simplex, for ``z (n, L)``
-    (Martins & Astudillo, ICML 2016): continuous and piecewise linear in ``z``, with exact
-    zeros (one-hot where the top entry leads the second by at least 1)."""
-    zs = -np.sort(-z, axis=1)  # (n, L) descending
-    cs = np.cumsum(zs, axis=1)
-    k = np.arange(1, z.shape[1] + 1)
-    size = (1 + k * zs > cs).sum(axis=1)  # the support's size, >= 1
-    tau = (cs[np.arange(len(z)), size - 1] - 1) / size
-    return np.maximum(z - tau[:, None], 0.0)
 
 
 def _fit_softmax(Z: np.ndarray, y: np.ndarray, n_classes: int, l2: float

@@ -30,6 +30,7 @@ from ..data.languages import normalize_language, to_iso3, valid_language_subtags
 from ..exceptions import ConfigError, DisembedError, require
 from ..methods import MeaningMap
 from ..saved_model import SavedModel
+from ..util import routing_rule
 from ..util.files import (
     atomic_write_text,
     plain_permissions,
@@ -43,6 +44,8 @@ from .model_card import model_card, read_scores
 from .st_pipeline import (
     REMOTE_MODULE_FILE,
     REMOTE_MODULE_REF,
+    REMOTE_RULE_FILE,
+    REMOTE_TRANSFORMER_FILE,
     REMOTE_TRANSFORMER_REF,
     base_pipeline,
     identifying_module,
@@ -219,10 +222,15 @@ def _aliases(routes) -> dict[str, str]:
 
 
 def _ship_module(folder: Path) -> None:
-    """Copy :mod:`.exported_module` into ``folder`` and point ``modules.json`` at it: the
-    routed head, and the transformer as its packed subclass (the export loads with
-    ``trust_remote_code=True`` already, so running on tokens alone costs its users nothing)."""
-    shutil.copyfile(Path(__file__).with_name("exported_module.py"), folder / REMOTE_MODULE_FILE)
+    """Copy the routed head (:mod:`.exported_module`), its transformer
+    (:mod:`.packed_transformer`) and disembed's routing rule
+    (:mod:`disembed.util.routing_rule`, the very file the library runs) into ``folder``, and
+    point ``modules.json`` at them: the export loads with ``trust_remote_code=True``
+    already, so running on tokens alone costs its users nothing."""
+    here = Path(__file__).parent
+    shutil.copyfile(here / "exported_module.py", folder / REMOTE_MODULE_FILE)
+    shutil.copyfile(here / "packed_transformer.py", folder / REMOTE_TRANSFORMER_FILE)
+    shutil.copyfile(Path(routing_rule.__file__), folder / REMOTE_RULE_FILE)
     entries = json.loads((folder / "modules.json").read_text(encoding="utf-8"))
     for entry in entries:
         if entry["type"].endswith(".LanguageRoutedMeaning"):

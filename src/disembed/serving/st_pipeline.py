@@ -19,12 +19,12 @@ from pathlib import Path
 
 import numpy as np
 
-from ..data.languages import NO_LANGUAGE, language_scripts, valid_language_subtags
+from ..data.languages import NO_LANGUAGE, valid_language_subtags
 from ..encoders import EncoderIdentity, ExportedBase, encoder_backend
 from ..encoders.plugin import st_modules
 from ..exceptions import ConfigError
 from ..methods import MeaningMap
-from ..methods.language_id import MIN_ROUTE_WEIGHT
+from ..util.routing_rule import MIN_ROUTE_WEIGHT
 from ..util.scripts import SCRIPTS, script_ranges
 
 logger = logging.getLogger(__name__)
@@ -39,8 +39,13 @@ def base_pipeline(identity: EncoderIdentity, workdir: Path) -> ExportedBase:
 #: file name of :mod:`.exported_module` inside an export, and its class reference
 REMOTE_MODULE_FILE = "disembed_meaning.py"
 REMOTE_MODULE_REF = "disembed_meaning.LanguageRoutedMeaning"
-#: the transformer's packed subclass in that file
-REMOTE_TRANSFORMER_REF = "disembed_meaning.PackedTransformer"
+#: :mod:`.packed_transformer` inside an export (under its own name: the head imports it),
+#: and the transformer's packed subclass in it
+REMOTE_TRANSFORMER_FILE = "packed_transformer.py"
+REMOTE_TRANSFORMER_REF = "packed_transformer.PackedTransformer"
+#: :mod:`disembed.util.routing_rule` inside an export (under its own name: the head
+#: imports it), copied byte for byte
+REMOTE_RULE_FILE = "routing_rule.py"
 
 
 def identifying_module(mmap: MeaningMap, identifier, aliases: dict[str, str], unknown: str,
@@ -79,8 +84,7 @@ def identifying_module(mmap: MeaningMap, identifier, aliases: dict[str, str], un
         float(identifier.threshold_), float(identifier.route_temperature),
         str(identifier.route_map), MIN_ROUTE_WEIGHT,
         " ".join(valid_language_subtags()), list(NO_LANGUAGE), pooling,
-        language_scripts={code: sorted(language_scripts(code))
-                          for code in identifier.languages_},
+        language_scripts=identifier.language_scripts(),
         script_names=list(SCRIPTS),
         script_ranges=dict(zip(("starts", "ends", "scripts"), map(list, script_ranges()),
                                strict=True)),

@@ -11,20 +11,20 @@ name found in :data:`SCRIPT_WORDS` (``LATIN SMALL LETTER E`` -> Latn, ``FULLWIDT
 ...`` -> Latn, ``HALFWIDTH KATAKANA ...`` -> Kana, ``CJK UNIFIED IDEOGRAPH-4E2D`` -> Hani);
 a letter of any other script counts for :data:`UNKNOWN_SCRIPT` (``Zzzz``), which can win:
 a Tibetan sentence with one Latin word is not called Latin. Ties go to the script first
-in :data:`SCRIPTS`. The text is put in NFC first (:func:`~.text.normalize_text`), so its
-NFC and NFD forms have one script.
+in :data:`SCRIPTS`. Letters are read NFKC-folded, so a text's NFC and NFD forms have one
+script and mathematical bold Latin is Latin; the invisible Hangul fillers are no letters
+(:mod:`.routing_rule`, which counts them).
 
 :func:`script_ranges` is the whole table as code point ranges, built once from Python's
-``unicodedata``; an export carries it (and a ten-line twin of :func:`script_of`), so the
-exported model finds the same script as the library without disembed.
+``unicodedata``; an export carries it and the routing rule's file itself, so the exported
+model finds the same script as the library without disembed.
 """
 
 from __future__ import annotations
 
-import bisect
 import functools
 
-from .text import normalize_text
+from . import routing_rule
 
 #: the first word of a letter's Unicode name -> its ISO 15924 script
 SCRIPT_WORDS = {
@@ -76,17 +76,9 @@ def script_ranges() -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
 
 
 def script_of(text: str) -> str | None:
-    """The ISO 15924 script of most of ``text``'s letters (``None``: no letter); see the
-    module docstring."""
-    starts, ends, scripts = script_ranges()
-    counts = [0] * len(SCRIPTS)
-    for ch in normalize_text(text):
-        cp = ord(ch)
-        i = bisect.bisect_right(starts, cp) - 1
-        if i >= 0 and cp <= ends[i]:
-            counts[scripts[i]] += 1
-    best = max(counts)
-    return SCRIPTS[counts.index(best)] if best else None
+    """The ISO 15924 script of most of ``text``'s letters (``None``: no letter): the routing
+    rule's :func:`~.routing_rule.script_of` over this module's table."""
+    return routing_rule.script_of(text, SCRIPTS, script_ranges())
 
 
 def script_tag(text: str) -> str | None:

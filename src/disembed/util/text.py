@@ -27,22 +27,14 @@ string for the same text:
 from __future__ import annotations
 
 import re
-import unicodedata
 
-#: the Unicode normalisation form every text is put in before it is embedded
-UNICODE_FORM = "NFC"
+# the two steps are the routing rule's (one file, shipped with every export)
+from .routing_rule import UNICODE_FORM, normalize_text  # noqa: F401
+
 #: the control characters mapped to a space (category Cc less TAB and LF), as a regular
-#: expression both Python's ``re`` and the ``tokenizers`` library (Oniguruma) read
+#: expression the ``tokenizers`` library (Oniguruma) reads
+#: (:data:`~.routing_rule.CONTROL` in Python's spelling)
 CONTROL_CHARACTERS = r"[\x{00}-\x{08}\x{0B}-\x{1F}\x{7F}-\x{9F}]"
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-
-
-def normalize_text(text: str) -> str:
-    """``text`` as disembed embeds it: NFC, control characters other than TAB and LF
-    replaced by a space (see the module docstring). Idempotent."""
-    if not unicodedata.is_normalized(UNICODE_FORM, text):
-        text = unicodedata.normalize(UNICODE_FORM, text)
-    return _CONTROL.sub(" ", text)
 
 
 def slug(text: str, max_length: int = 60) -> str:

@@ -64,7 +64,7 @@ from .exceptions import (
     UnknownNameError,
 )
 from .methods import Disentangler, load_disentangler
-from .methods.routing import tags_with_scripts
+from .methods.text_path import meaning_of_texts
 from .util.locks import folder_lock
 from .util.text import is_blank
 
@@ -143,10 +143,10 @@ class SavedModel:
         """The meaning vectors ``(n, d_m) float32`` of ``texts``, as every surface computes
         them (the CLI, the service, the export): the encoder's embeddings, then the model's
         meaning part, a text without a tag routed by its script and the identifier
-        (:func:`~disembed.methods.routing.tags_with_scripts`). ``languages``: one code for
-        all, one per text, or ``None``."""
+        (:func:`~disembed.methods.text_path.text_meaning`, the one text path).
+        ``languages``: one code for all, one per text, or ``None``."""
         X = self.encoder.encode(list(texts), batch_size=batch_size)
-        return self.disentangler.meaning(X, tags_with_scripts(texts, languages))
+        return meaning_of_texts(self.disentangler, X, texts, languages)
 
     @property
     def encoder_spec(self) -> str:

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from recipe_contract import fitted, toy_pairs
 
-from disembed.experiment.steps import untagged, with_untagged, without_tags
+from disembed.experiment.steps import with_untagged, without_tags
 from disembed.methods import METHODS
 from disembed.methods.routing import tags_with_scripts
 
@@ -86,7 +86,6 @@ def test_every_surface_helper_sends_the_texts_script():
     assert tags_with_scripts(["你好", "Hallo", "123"]) == ["und-Hani", "und-Latn", None]
     assert tags_with_scripts(["你好", "Hallo"], "de") == ["de", "de"]
     assert tags_with_scripts(["你好", "Hallo"], ["und", "fr"]) == ["und-Hani", "fr"]
-    assert untagged(None) is None
 
 
 def test_evaluate_views_route_untagged_rows_by_their_texts_script(model):

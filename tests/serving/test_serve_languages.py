@@ -14,6 +14,7 @@ httpx = pytest.importorskip("httpx")
 
 from disembed.encoders import HashEncoder  # noqa: E402
 from disembed.methods import make_method  # noqa: E402
+from disembed.methods.text_path import text_meaning  # noqa: E402
 from disembed.serving.app import BackgroundServer, create_app  # noqa: E402
 from disembed.serving.service import EmbeddingService  # noqa: E402
 
@@ -101,16 +102,17 @@ def test_the_model_identifies_the_language_when_none_is_given(servers):
     texts = ["satz 1 2", "SATZ 1 2"]
     data = embed(url, {"input": texts})
     raw = ENC.encode(texts)
-    guessed = list(model.resolve_languages(raw, None))
-    assert [(d["language"], d["language_predicted"]) for d in data] == [
-        (g, True) for g in guessed]
+    guessed = text_meaning(model, raw, texts)  # the text path: reported with probability
+    assert [(d["language"], d["language_probability"], d["language_predicted"])
+            for d in data] == list(zip(guessed.languages, guessed.probabilities,
+                                       [True, True], strict=True))
     # the vector is the model's own untagged meaning (the identifier's mixture), row by row
     np.testing.assert_allclose([d["embedding"] for d in data],
                                np.vstack([model.meaning(raw[i:i + 1])
                                           for i in range(len(texts))]), atol=1e-6)
     mixed = embed(url, {"input": texts, "language": ["en", None]})  # null: predict that row
     assert [(d["language"], d["language_predicted"]) for d in mixed] == [
-        ("en", False), (guessed[1], True)]
+        ("en", False), (guessed.languages[1], True)]
 
 
 def test_one_sentence_alone_equals_it_in_a_batch_of_50_and_20_texts_differ(servers):

@@ -28,7 +28,7 @@ from ..encoders.truncated import TruncatedEncoder
 from ..evaluation import DEFAULT_TASKS, EvalOptions, Task, TaskScores
 from ..exceptions import ConfigError
 from ..methods import Disentangler, make_method, method_class
-from ..methods.routing import tags_with_scripts
+from ..methods.text_path import meaning_of_texts, text_meaning
 from ..saved_model import ModelMetadata
 from .spec import RunSpec, TrainingData, Workspace
 from .tasks import build_tasks, kept_out_sets
@@ -102,12 +102,13 @@ def uses_language(method: str, params: Mapping[str, Any] | None = None) -> bool:
     return bool(make_method(method, **dict(params or {})).uses_language)
 
 
-def untagged(texts: Sequence[str] | None) -> list[str | None] | None:
-    """The tags a user without tags gives, as every surface that has the texts sends them:
-    each text's script alone (``und-Hani``,
-    :func:`~disembed.methods.routing.tags_with_scripts`), which the model's identifier then
-    mixes the languages of that script for."""
-    return None if texts is None else tags_with_scripts(texts)
+def untagged(model: Disentangler, X: np.ndarray, texts: Sequence[str] | None) -> np.ndarray:
+    """The meaning a user without tags gets, through the one text path
+    (:func:`~disembed.methods.text_path.text_meaning`): each text routed by its script and
+    the model's identifier (without the texts: by the identifier alone)."""
+    if texts is None:
+        return model.meaning(X)
+    return meaning_of_texts(model, X, texts)
 
 
 def with_untagged(model: Disentangler) -> Callable[..., dict[str, np.ndarray]]:
@@ -118,17 +119,20 @@ def with_untagged(model: Disentangler) -> Callable[..., dict[str, np.ndarray]]:
               ) -> dict[str, np.ndarray]:
         out = model.views(X, language)
         if model.uses_language and model.language_identifier is not None:
-            out[UNTAGGED_VIEW] = model.meaning(X, untagged(texts))
+            out[UNTAGGED_VIEW] = untagged(model, X, texts)
         return out
 
     return views
 
 
 def without_tags(model: Disentangler) -> Callable[..., dict[str, np.ndarray]]:
-    """``model.views`` as a user without tags gets them (:func:`untagged`)."""
+    """``model.views`` as a user without tags gets them: through the one text path, each
+    text routed by its script and the identifier (once for both parts)."""
     def views(X: np.ndarray, _language: str, texts: Sequence[str] | None = None
               ) -> dict[str, np.ndarray]:
-        return model.views(X, untagged(texts))
+        if texts is None:
+            return model.views(X)
+        return text_meaning(model, X, texts, part="views").vectors
 
     return views
 

@@ -49,7 +49,7 @@ from ..data.languages import normalize_tag
 from ..encoders import load_encoder
 from ..encoders.cached import cached
 from ..exceptions import ConfigError, DataError, NonFiniteError, require
-from ..methods.routing import tags_with_scripts
+from ..methods.text_path import meaning_of_texts
 from ..retrieval.knn import normalize_rows
 from ..retrieval.margin import candidates, select
 from ..saved_model import SavedModel
@@ -148,8 +148,7 @@ def encode_shard(path: str, fmt: str, offsets: np.ndarray, encoder: dict, out: s
                  encoder.get("cache_dir"), encoder.get("cache_dtype", "float32"))
     X = enc.encode(texts, batch_size=batch_size)
     if model_dir:  # the texts are here: an untagged one is routed by its script, as locally
-        X = SavedModel.load(model_dir).disentangler.meaning(
-            X, tags_with_scripts(texts, language))
+        X = meaning_of_texts(SavedModel.load(model_dir).disentangler, X, texts, language)
     save_npy(out, normalize_rows(X))
     return out
 

@@ -25,7 +25,7 @@ import numpy as np
 from ..data.languages import normalize_tag
 from ..encoders import Encoder
 from ..exceptions import ConfigError, DataError
-from ..methods.routing import tags_with_scripts
+from ..methods.text_path import meaning_of_texts
 from ..retrieval.margin import MARGINS, MODES, Margin, Mode, candidates, check_choice, select
 from ..retrieval.search import check_backend, search, search_both_using
 from ..util.files import atomic_write_bytes
@@ -141,7 +141,7 @@ def meaning_transform(model, language: str | None
     (``None``: each text without a tag is routed by its script and the model's identifier,
     :func:`~disembed.methods.routing.tags_with_scripts`, as
     :meth:`~disembed.saved_model.SavedModel.meaning` does)."""
-    return lambda X, texts: model.meaning(X, tags_with_scripts(texts, language))
+    return lambda X, texts: meaning_of_texts(model, X, texts, language)
 
 
 def mine_files(src: str | Path | Sequence[str | Path], tgt: str | Path | Sequence[str | Path],

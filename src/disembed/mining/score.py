@@ -18,7 +18,7 @@ from ..data.io import read_tsv
 from ..data.languages import normalize_tag
 from ..encoders import Encoder
 from ..exceptions import ConfigError, DataError, ShapeError
-from ..methods.routing import tags_with_scripts
+from ..methods.text_path import meaning_of_texts
 from ..retrieval.knn import normalize_rows
 from ..retrieval.margin import margin
 from ..retrieval.search import check_finite, search
@@ -101,7 +101,7 @@ def score_tsv(path: str | Path, encoder: Encoder, out: str | Path, *, src_col: s
         if model is None:
             return normalize_rows(vectors)
         # an untagged text is routed by its script, as SavedModel.meaning does
-        return normalize_rows(model.meaning(vectors, tags_with_scripts(texts, language)))
+        return normalize_rows(meaning_of_texts(model, vectors, texts, language))
 
     src = embed([r[src_col] for r in rows], src_lang)
     tgt = embed([r[tgt_col] for r in rows], tgt_lang)

@@ -161,11 +161,11 @@ async def _paired(request, names, service: EmbeddingService, batcher: MicroBatch
     """Both sides of the pairs in one micro-batched encode, then the cosines of their views."""
     req = parse_pairs(await read_json(request, limits), service, limits, names=names)
     request.state.inputs = len(req.a)
-    _, counts, raw = await encode_within_limits(batcher, counter, req.a + req.b, truncate,
-                                                "pairs")
+    seen, counts, raw = await encode_within_limits(batcher, counter, req.a + req.b, truncate,
+                                                   "pairs")
     n = len(req.a)
-    return req, service.cosines(raw[:n], raw[n:], req.a_languages, req.b_languages,
-                                req.view), counts
+    return req, service.cosines(seen[:n], seen[n:], raw[:n], raw[n:], req.a_languages,
+                                req.b_languages, req.view), counts
 
 
 def _gauges(service: EmbeddingService):
@@ -372,14 +372,16 @@ def _add_vector_routes(app, Request, service: EmbeddingService, batcher: MicroBa
         req = parse_embeddings(await read_json(request, limits), service, limits)
         request.state.inputs = len(req.texts)
         truncate = options.auto_truncate if req.truncate is None else req.truncate
-        _, counts, raw = await encode_within_limits(batcher, counter, req.texts, truncate,
-                                                    "input")
-        vectors, used, predicted = service.view_with_languages(raw, req.view, req.languages)
+        seen, counts, raw = await encode_within_limits(batcher, counter, req.texts, truncate,
+                                                       "input")
+        out = service.text_view(seen, raw, req.view, req.languages)
         data = [{"object": "embedding", "index": i,
-                 "embedding": _embedding(v, req.encoding_format)} for i, v in enumerate(vectors)]
+                 "embedding": _embedding(v, req.encoding_format)}
+                for i, v in enumerate(out.vectors)]
         if service.needs_language and req.view != "raw":  # which language each text counted as
-            for item, code, guessed in zip(data, used, predicted, strict=True):
-                item.update(language=code, language_predicted=guessed)
+            for item, code, p, guessed in zip(data, out.languages, out.probabilities,
+                                              out.predicted, strict=True):
+                item.update(language=code, language_probability=p, language_predicted=guessed)
         return json_response({"object": "list", "model": req.model, "usage": _usage(counts),
                       "data": data})
 

@@ -34,8 +34,8 @@ class EmbeddingsRequest:
     texts: list[str]
     view: str
     encoding_format: str
-    #: one tag per text: the code sent, else the text's script (``und-Latn``; ``None``: no
-    #: letters), :meth:`~.service.EmbeddingService.tags_for`
+    #: one normalised code per text, ``None`` where none was sent (the text path then tags
+    #: the text with its script), :meth:`~.service.EmbeddingService.languages_for`
     languages: list[str | None]
     model: str = ""
     #: cut texts over the token limit (``True``), refuse them (``False``), or the server's
@@ -142,8 +142,8 @@ def parse_embeddings(body: Any, service: EmbeddingService, limits: Limits) -> Em
         raise ServiceError(f"'dimensions' = {dims!r} is not supported: the {view} view has "
                            f"exactly {size} dimensions (truncating it would change cosines); "
                            f"leave 'dimensions' out or send {size}", param="dimensions")
-    langs = service.tags_for(texts, parse_language(body.get("language"), "language"),
-                             "language")
+    langs = service.languages_for(len(texts), parse_language(body.get("language"), "language"),
+                                  "language")
     truncate = body.get("truncate")
     if truncate is not None and not isinstance(truncate, bool):
         raise ServiceError(f"'truncate' must be true or false; got {truncate!r}",
@@ -173,8 +173,8 @@ def parse_pairs(body: Any, service: EmbeddingService, limits: Limits, *,
                            f"{limits.max_total_chars}", 413, "pairs")
     la, lb = _pair_languages(body.get("languages"), len(pairs))
     model, view = view_of_body(body, service)
-    return PairsRequest(a, b, service.tags_for(a, la, "languages"),
-                        service.tags_for(b, lb, "languages"), view, model)
+    return PairsRequest(a, b, service.languages_for(len(a), la, "languages"),
+                        service.languages_for(len(b), lb, "languages"), view, model)
 
 
 def _pair_languages(value: Any, n: int) -> tuple[Any, Any]:

@@ -9,10 +9,11 @@ derives the views the API names:
 * ``"language"``: ``model.language(raw, languages)`` (methods with a language part).
 
 Methods whose meaning part depends on the language (the recipe's ``uses_language``)
-need a language per text; the others ignore it. A text sent without one (or with ``und``,
-``mul``) is tagged with its script, ``und-<Script>``
-(:func:`~disembed.methods.routing.tags_with_scripts`, :meth:`EmbeddingService.tags_for`),
-so its vector is exactly the library's
+need a language per text; the others ignore it. Every view goes through the library's one
+text path (:func:`~disembed.methods.text_path.text_meaning`, :meth:`EmbeddingService.text_view`):
+a text sent without a language (or with ``und``, ``mul``) is tagged with the script of the
+text as the encoder saw it (a cut prefix where ``truncate`` cut it), ``und-<Script>``, so
+its vector is exactly the library's
 :meth:`SavedModel.meaning([text]) <disembed.saved_model.SavedModel.meaning>`: the
 identifier's mixture restricted to the training languages that write that script. A client
 may send ``und-Hani`` itself. Similarity and QE scores are cosines between
@@ -32,13 +33,13 @@ from typing import Sequence
 
 import numpy as np
 
-from ..data.languages import known_languages, normalize_tag, script_subtag
+from ..data.languages import known_languages, normalize_tag
 from ..encoders import Encoder
 from ..evaluation.metrics import paired_cosine
 from ..exceptions import DisembedError
 from ..hardware import rechoose_threads, set_torch_threads, small_batch_threads
 from ..methods import Disentangler
-from ..methods.routing import tags_with_scripts
+from ..methods.text_path import TextMeaning, text_meaning
 from ..progress import no_progress
 
 #: the placeholder language given to methods that ignore it
@@ -195,7 +196,7 @@ class EmbeddingService:
     def languages_for(self, n: int, language: str | list[str | None] | None, param: str
                       ) -> list[str | None]:
         """One normalised language code per text; ``None`` where none was given (predicted
-        by the model when it uses a language, see :meth:`resolve_languages`).
+        by the model when it uses a language, see :meth:`text_view`).
 
         Every code goes through :func:`~disembed.data.languages.normalize_language`
         (``de``, ``deu``, ``de-DE``, ``DE``, ``deu_Latn`` are one language); an unknown code
@@ -209,61 +210,39 @@ class EmbeddingService:
                                "code for all or one per text", param=param)
         return [None if code is None else _normalize(code, param) for code in language]
 
-    def tags_for(self, texts: Sequence[str], language: str | list[str | None] | None,
-                 param: str) -> list[str | None]:
-        """One tag per text, as the library's
-        :meth:`~disembed.saved_model.SavedModel.meaning` gives them: the request's code
-        (:meth:`languages_for`), and for a text without one its script, ``und-<Script>``
-        (:func:`~disembed.methods.routing.tags_with_scripts`; ``None`` for a text without
-        letters). The script is the text's as sent, before any truncation."""
-        return tags_with_scripts(texts, self.languages_for(len(texts), language, param))
-
-    def resolve_languages(self, raw: np.ndarray, languages: list[str | None]
-                          ) -> tuple[list[str | None], list[bool]]:
-        """``(codes, predicted)``: the language reported for each row and whether it was
-        predicted (the row named no language: no code, or only a script, ``und-Hani``).
-
-        The model decides (:meth:`~disembed.methods.Disentangler.resolve_languages`): a row
-        without a language is reported as the identifier's most likely language among those
-        its script allows (its vector is the mixture of the languages' routes weighted by
-        the identifier, restricted to them, as ``model.meaning`` computes it), and a
-        language it never saw gets its ``unknown_language`` fallback (the mean over the
-        training languages by default). A method that uses no language keeps ``None``
-        rows."""
-        try:
-            codes = [None if c is None else str(c)
-                     for c in self.model.resolve_languages(raw, languages).tolist()]
-        except DisembedError as exc:  # e.g. an old model without a language identifier
-            raise ServiceError(f"{self.model.name} cannot tell the language of these texts: "
-                               f"{exc}; add 'language': \"de\" (one for all) or a list with "
-                               "one code per text", param="language") from None
-        predicted = [self.needs_language and (c is None or script_subtag(c) is not None)
-                     for c in languages]
-        return codes, predicted
-
-    def view(self, raw: np.ndarray, view: str, languages: list[str | None]) -> np.ndarray:
-        """One view of ``raw (n, d)`` for texts in ``languages`` (one code or None per row)."""
-        return self.view_with_languages(raw, view, languages)[0]
-
-    def view_with_languages(self, raw: np.ndarray, view: str, languages: list[str | None]
-                            ) -> tuple[np.ndarray, list[str | None], list[bool]]:
-        """``(vectors, languages used, predicted)``; ``raw`` never needs a language."""
+    def text_view(self, texts: Sequence[str], raw: np.ndarray, view: str,
+                  languages: list[str | None]) -> TextMeaning:
+        """The ``view`` of ``texts`` (as the encoder saw them: cut where ``truncate`` cut
+        them) whose raw embeddings are ``raw (n, d)``, with the language each text is
+        reported as and its probability: the library's one text path
+        (:func:`~disembed.methods.text_path.text_meaning`, one identifier pass), so a
+        vector is exactly :meth:`SavedModel.meaning([text])
+        <disembed.saved_model.SavedModel.meaning>`. ``languages``: one normalised code (or
+        ``None``) per text (:meth:`languages_for`); ``raw`` never needs one."""
+        n = len(texts)
         if view == "raw":
-            return raw, list(languages), [False] * len(languages)
+            return TextMeaning(raw, list(languages), [None] * n, [False] * n)
         if view == "language" and not self.model.has_language:
             raise ServiceError(f"{self.model.name} has no language part; views: {self.views}",
                                param="model")
-        codes, predicted = self.resolve_languages(raw, languages)
-        fn = self.model.meaning if view == "meaning" else self.model.language
-        try:  # the tags as given: an untagged row is the model's mixture, never its argmax
-            return np.asarray(fn(raw, languages), dtype=np.float32), codes, predicted
-        except DisembedError as exc:  # e.g. a language the method was not fitted on
-            raise ServiceError(f"{self.model.name} could not compute the {view} part: {exc}",
-                               param="language") from None
+        try:  # an untagged row is the model's mixture, never its argmax
+            out = text_meaning(self.model, raw, texts, languages, part=view)
+        except DisembedError as exc:  # an old model without an identifier, an unseen language
+            raise ServiceError(f"{self.model.name} could not compute the {view} part of these "
+                               f"texts: {exc}; add 'language': \"de\" (one for all) or a list "
+                               "with one code per text", param="language") from None
+        return TextMeaning(np.asarray(out.vectors, dtype=np.float32), out.languages,
+                           out.probabilities, out.predicted)
 
-    def cosines(self, a_raw: np.ndarray, b_raw: np.ndarray, a_langs: list[str],
-                b_langs: list[str], view: str = "meaning") -> np.ndarray:
-        """``(n,)`` cosines between the ``view`` parts of paired rows."""
-        a = self.view(a_raw, view, a_langs)
-        b = self.view(b_raw, view, b_langs)
+    def view(self, raw: np.ndarray, view: str, languages: list[str | None]) -> np.ndarray:
+        """The ``view`` of raw embeddings without their texts (a probe of its size): each
+        row by its code alone, an untagged one by the identifier's whole posterior."""
+        return self.text_view([""] * len(raw), raw, view, languages).vectors
+
+    def cosines(self, a_texts: Sequence[str], b_texts: Sequence[str], a_raw: np.ndarray,
+                b_raw: np.ndarray, a_langs: list[str | None], b_langs: list[str | None],
+                view: str = "meaning") -> np.ndarray:
+        """``(n,)`` cosines between the ``view`` parts of paired rows (:meth:`text_view`)."""
+        a = self.text_view(a_texts, a_raw, view, a_langs).vectors
+        b = self.text_view(b_texts, b_raw, view, b_langs).vectors
         return paired_cosine(a, b).astype(np.float64)

@@ -75,7 +75,7 @@ def parse_tei(body: Any, service: EmbeddingService, limits: Limits) -> TEIReques
         raise ServiceError(f"'dimensions' = {dims!r} is not supported: the {view} view has "
                            f"exactly {size} dimensions; leave it out or send {size}",
                            param="dimensions")
-    languages = service.tags_for(texts, parse_language(body.get("language"), "language"),
+    languages = service.languages_for(len(texts), parse_language(body.get("language"), "language"),
                                  "language")
     return TEIRequest(EmbeddingsRequest(texts, view, "float", languages, model),
                       True if normalize is None else normalize, truncate)
@@ -100,12 +100,10 @@ def add_tei_routes(app, Request, service: EmbeddingService, batcher, limits: Lim
         req = parse_tei(await read_json(request, limits), service, limits)
         request.state.inputs = len(req.request.texts)
         truncate = auto_truncate if req.truncate is None else req.truncate
-        _, counts, raw = await encode_within_limits(batcher, counter, req.request.texts,
+        seen, counts, raw = await encode_within_limits(batcher, counter, req.request.texts,
                                                     truncate, "inputs")
         request.state.tokens = sum(counts)
-        vectors, _, _ = service.view_with_languages(raw, req.request.view,
-                                                    req.request.languages)
-        vectors = np.asarray(vectors, dtype=np.float32)
+        vectors = service.text_view(seen, raw, req.request.view, req.request.languages).vectors
         if req.normalize:
             norms = np.linalg.norm(vectors, axis=1, keepdims=True)
             vectors = vectors / np.maximum(norms, 1e-12)

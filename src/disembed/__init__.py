@@ -35,6 +35,7 @@ from .experiment.analyse import AnalysisConfig, run_analyses
 from .methods import METHODS, Disentangler, load_disentangler, make_method
 from .methods.language_id import LanguagePrediction
 from .methods.routing import tags_with_scripts
+from .methods.text_path import TextMeaning, text_meaning
 from .mining import MineConfig, mine_embeddings, mine_files, score_tsv, search_files
 from .progress import set_progress
 from .results import ExperimentResult, RunResult
@@ -55,5 +56,6 @@ __all__ = [
     "build_training_set", "cached", "compare_scores", "embed_pairs", "evaluate", "fit_method",
     "language_id_probe", "load_disentangler", "load_encoder", "make_method", "mine_embeddings",
     "mine_files", "read_parallel_files", "read_parallel_tsv", "run", "run_analyses", "run_bench",
-    "score_tsv", "search_files", "set_progress", "tags_with_scripts",
+    "score_tsv", "search_files", "set_progress", "tags_with_scripts", "text_meaning",
+    "TextMeaning",
 ]

@@ -89,3 +89,14 @@ def test_the_reported_language_comes_with_its_probability_or_is_und(model):
     tagged = text_meaning(model, X, SCRIPT_TEXTS, "de")
     assert tagged.languages == ["de"] * 6 and tagged.probabilities == [None] * 6
     assert tagged.predicted == [False] * 6
+
+
+def test_mining_runs_the_identifier_once_per_batch(model, passes):
+    """Mining's meaning transform (local and on Ray: one call per block of texts) is the
+    text path: one pass per block, and the library's vectors."""
+    from disembed.mining.mine import meaning_transform
+
+    X = HashEncoder(16).encode(SCRIPT_TEXTS)
+    got = meaning_transform(model, None)(X, SCRIPT_TEXTS)
+    assert passes == [len(SCRIPT_TEXTS)]
+    np.testing.assert_array_equal(got, meaning_of_texts(model, X, SCRIPT_TEXTS))

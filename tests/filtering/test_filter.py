@@ -9,10 +9,11 @@ import pytest
 from script_models import SCRIPT_TEXTS, library_text, save_script_model, unit
 
 from disembed.encoders import HashEncoder
+from disembed.exceptions import ConfigError
 from disembed.filtering import FilterConfig, PairScorer, choose_threshold, filter_bitext
 from disembed.filtering.dev import threshold_from_dev
 from disembed.filtering.filter import SCORES_HEADER
-from disembed.filtering.language_check import ModelLanguageCheck
+from disembed.filtering.language_check import LangidCheck, ModelLanguageCheck, make_check
 from disembed.saved_model import SavedModel
 
 #: (source, target, language of the target as the fake identifier sees it, reason)
@@ -179,3 +180,13 @@ def test_the_filter_scores_the_librarys_meaning_vectors(saved):
     codes = scorer.check.identify(SCRIPT_TEXTS, encoder.encode(SCRIPT_TEXTS))
     assert codes[4] == "und-Grek"  # no training language writes Greek
     assert codes[1] == "ru" and codes[2] == "zh" and codes[3] == "ar"  # their scripts' only one
+
+
+def test_from_saved_and_the_auto_check(saved):
+    scorer = PairScorer.from_saved(saved)
+    assert isinstance(scorer.check, ModelLanguageCheck)
+    assert make_check("auto", None).name == "langid"  # no model: the standard identifier
+    assert list(LangidCheck().identify(["Das ist ein schönes großes Haus.",
+                                        "This is a beautiful big house."])) == ["de", "en"]
+    with pytest.raises(ConfigError, match="needs a model"):
+        make_check("model", None)

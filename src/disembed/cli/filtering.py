@@ -88,21 +88,13 @@ def add_parser(verbs) -> None:
                    help="who identifies each side's language: the model's identifier, "
                         "langid, or none (auto: the model's where --model has one, else "
                         "langid)")
-    j.add_argument("--max-length-ratio", type=finite_float, default=3.0,
+    j.add_argument("--max-length-ratio", type=finite_float, default=2.0,
                    help="drop pairs whose longer side is more than this times the shorter")
     j.add_argument("-k", type=positive_int, default=4, help="neighbours for the margin")
     add_model_options(p.add_argument_group("meaning part"), "source side", "target side")
     add_encoder(p, default=None)
     add_common(p)
     p.set_defaults(handler=handle)
-
-
-def _check_name(args: argparse.Namespace, model) -> str:
-    if args.language_check != "auto":
-        return args.language_check
-    if model is not None and getattr(model, "language_identifier", None) is not None:
-        return "model"
-    return "langid"
 
 
 def _choose_on_dev(args: argparse.Namespace, scorer: PairScorer) -> float:
@@ -126,7 +118,7 @@ def handle(args: argparse.Namespace) -> int:
     model, encoder = model_and_encoder(args)
     languages = [x for x in (args.src_lang, args.tgt_lang) if x]
     scorer = PairScorer(encoder, model,
-                        make_check(_check_name(args, model), model, languages or None),
+                        make_check(args.language_check, model, languages or None),
                         rules=RuleConfig(max_ratio=args.max_length_ratio), k=args.k,
                         batch_size=args.batch_size)
     threshold = _choose_on_dev(args, scorer) if args.dev else args.threshold

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..data.io import read_tsv
 from ..exceptions import DataError
-from .scoring import PairScorer, majority_language, with_languages
+from .scoring import PairScorer, majority_language
 from .thresholds import ThresholdChoice, choose_threshold
 
 _TRUE, _FALSE = {"1", "keep", "true", "yes"}, {"0", "drop", "false", "no"}
@@ -46,5 +46,5 @@ def threshold_from_dev(path: str | Path, scorer: PairScorer, *, src_lang: str | 
         keep = np.flatnonzero(labels)
         src_lang = src_lang or majority_language(scores.src_code[keep].tolist())
         tgt_lang = tgt_lang or majority_language(scores.tgt_code[keep].tolist())
-        scores = with_languages(scores, src, tgt, src_lang, tgt_lang)
+        scores = scorer.judge(scores, src, tgt, src_lang, tgt_lang)
     return choose_threshold(scores.score, labels, scores.reason == "")

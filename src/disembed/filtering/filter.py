@@ -46,7 +46,7 @@ from ..exceptions import ConfigError, DataError
 from ..methods.base import config_digest
 from ..util.files import AtomicFile, atomic_write_bytes, atomic_write_text, sha256_file
 from .rules import LOW_MEANING, RuleConfig
-from .scoring import ChunkScores, PairScorer, majority_language, with_languages
+from .scoring import ChunkScores, PairScorer, majority_language
 from .thresholds import DEFAULT_THRESHOLD
 
 logger = logging.getLogger(__name__)
@@ -206,7 +206,7 @@ def score_parts(inputs: Sequence[str | Path], scorer: PairScorer, config: Filter
         scores = scorer.score(chunk.src, chunk.tgt)
         if scorer.check is not None:
             langs = _languages(found, run_dir, scores, config)
-            scores = with_languages(scores, chunk.src, chunk.tgt, *langs)
+            scores = scorer.judge(scores, chunk.src, chunk.tgt, *langs)
         elif found.get("languages") is None:
             _languages(found, run_dir, scores, config)
         atomic_write_bytes(part, _part_rows(chunk, scores))

@@ -20,6 +20,7 @@ uses.
 
 from __future__ import annotations
 
+import bisect
 import logging
 from typing import Protocol, Sequence
 
@@ -28,7 +29,7 @@ import numpy as np
 from ..data.languages import language_scripts, normalize_language
 from ..exceptions import ConfigError, MissingDependencyError
 from ..methods.routing import tags_with_scripts
-from ..util.scripts import script_of
+from ..util.scripts import SCRIPTS, script_of, script_ranges
 
 logger = logging.getLogger(__name__)
 
@@ -54,6 +55,7 @@ class ModelLanguageCheck:
                               "cannot check languages; use --language-check langid, or a "
                               "model that uses languages")
         self.model = model
+        self.known = frozenset(model.language_identifier.languages_)
 
     def identify(self, texts: Sequence[str], X: np.ndarray | None) -> np.ndarray:
         if X is None:
@@ -76,6 +78,7 @@ class LangidCheck:
     """langid.py (module docstring); ``languages``: candidate codes (``None``: all 97)."""
 
     name = "langid"
+    known: frozenset[str] | None = None  # langid never answers "unknown"
 
     def __init__(self, languages: Sequence[str] | None = None) -> None:
         try:
@@ -104,7 +107,19 @@ class LangidCheck:
 
 def make_check(name: str, model=None, languages: Sequence[str] | None = None
                ) -> LanguageCheck | None:
-    """The check named ``name`` (:data:`CHECKS`, or ``"none"``)."""
+    """The check named ``name`` (:data:`CHECKS`, ``"none"``, or ``"auto"``: the model's
+    identifier where ``model`` has one, else langid where it is installed, else none)."""
+    if name == "auto":
+        if model is not None and getattr(model, "language_identifier", None) is not None:
+            name = "model"
+        else:
+            try:
+                import langid  # noqa: F401
+                name = "langid"
+            except ImportError:
+                logger.warning("no language check: the model has no identifier and langid "
+                               "is not installed (pip install \"disembed[filter]\")")
+                return None
     if name == "none":
         return None
     if name == "model":
@@ -114,15 +129,42 @@ def make_check(name: str, model=None, languages: Sequence[str] | None = None
         return ModelLanguageCheck(model)
     if name == "langid":
         return LangidCheck(languages)
-    raise ConfigError(f"language check must be one of {(*CHECKS, 'none')}, got {name!r}")
+    raise ConfigError(f"language check must be one of {(*CHECKS, 'none', 'auto')}, got "
+                      f"{name!r}")
 
 
-def is_wrong(code: str, expected: str | None, text: str) -> bool:
-    """Whether ``code`` (identified for ``text``) contradicts the ``expected`` language."""
+def writes_script(text: str, scripts: frozenset[str]) -> bool:
+    """Whether ``text`` holds a letter of one of ``scripts`` (ISO 15924)."""
+    starts, ends, index = script_ranges()
+    wanted = {SCRIPTS.index(x) for x in scripts if x in SCRIPTS}
+    for ch in text:
+        i = bisect.bisect_right(starts, ord(ch)) - 1
+        if i >= 0 and ord(ch) <= ends[i] and index[i] in wanted:
+            return True
+    return False
+
+
+def is_wrong(code: str, expected: str | None, text: str,
+             known: frozenset[str] | None = None) -> bool:
+    """Whether ``code`` (identified for ``text``) contradicts the ``expected`` language:
+
+    * a text the identifier places far from every language it knows (``unknown``) is wrong
+      where it knows ``expected`` (in ``known``), so would have recognised it;
+    * a script-only code (``und-Grek``) or ``unknown`` is wrong where the text is written in
+      a script ``expected`` never uses;
+    * a known code is wrong where it differs from ``expected``, unless the two languages
+      write different scripts and the text holds letters of ``expected``'s script (a
+      Chinese sentence with an English name in it is routed by its majority script, Latin).
+    """
     if expected is None:
         return False
+    scripts = language_scripts(expected)
+    if code == UNKNOWN and known and expected in known:
+        return True
     if code.startswith("und-") or code == UNKNOWN:
         script = script_of(text)
-        scripts = language_scripts(expected)
         return script is not None and bool(scripts) and script not in scripts
-    return code != expected
+    if code == expected:
+        return False
+    return not (scripts and not scripts & language_scripts(code)
+                and writes_script(text, scripts))

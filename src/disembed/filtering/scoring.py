@@ -23,9 +23,10 @@ from ..encoders import Encoder
 from ..methods.routing import tags_with_scripts
 from ..mining.score import score_embeddings
 from ..retrieval.knn import normalize_rows
+from ..saved_model import SavedModel
 from ..util.dedup import distinct
 from ..util.text import is_blank
-from .language_check import UNKNOWN, LanguageCheck, is_wrong
+from .language_check import UNKNOWN, LanguageCheck, is_wrong, make_check
 from .rules import UNTRANSLATED, WRONG_SRC, WRONG_TGT, RuleConfig, rule_reason
 
 logger = logging.getLogger(__name__)
@@ -44,14 +45,15 @@ class ChunkScores:
 
 
 def language_reason(src: str, tgt: str, src_code: str, tgt_code: str,
-                    src_lang: str | None, tgt_lang: str | None) -> str | None:
+                    src_lang: str | None, tgt_lang: str | None,
+                    known: frozenset[str] | None = None) -> str | None:
     """``untranslated`` (the target is in the source's language), else a side identified as
     another language than expected (:func:`~.language_check.is_wrong`), else ``None``."""
     if src_lang and tgt_lang and src_lang != tgt_lang and tgt_code == src_lang:
         return UNTRANSLATED
-    if is_wrong(src_code, src_lang, src):
+    if is_wrong(src_code, src_lang, src, known):
         return WRONG_SRC
-    if is_wrong(tgt_code, tgt_lang, tgt):
+    if is_wrong(tgt_code, tgt_lang, tgt, known):
         return WRONG_TGT
     return None
 
@@ -64,7 +66,20 @@ def majority_language(codes: Sequence[str]) -> str | None:
 
 class PairScorer:
     """Scores chunks of pairs with ``encoder`` and (optionally) a fitted disentangler
-    ``model`` (``None``: the raw embeddings' cosine), checking languages with ``check``."""
+    ``model`` (``None``: the raw embeddings' cosine), checking languages with ``check``.
+
+    >>> scorer = PairScorer.from_saved("models/seed-e5")           # doctest: +SKIP
+    >>> filter_bitext("crawl.tsv.gz", "kept.tsv", scorer)          # doctest: +SKIP
+    """
+
+    @classmethod
+    def from_saved(cls, model, check: str = "auto", languages: Sequence[str] | None = None,
+                   **options) -> "PairScorer":
+        """The scorer of a saved model (a folder or a :class:`~disembed.saved_model.SavedModel`)
+        with its own encoder; ``check``: see :func:`~.language_check.make_check`."""
+        saved = model if isinstance(model, SavedModel) else SavedModel.load(model)
+        return cls(saved.encoder, saved.disentangler,
+                   make_check(check, saved.disentangler, languages), **options)
 
     def __init__(self, encoder: Encoder, model=None, check: LanguageCheck | None = None, *,
                  rules: RuleConfig | None = None, k: int = 4, batch_size: int = 64) -> None:
@@ -115,11 +130,18 @@ class PairScorer:
                                                                              strict=True)],
                          dtype=object)
         out = ChunkScores(score, cosine, codes[s_rows], codes[t_rows], rules)
-        return out if self.check is None else with_languages(out, src, tgt, src_lang, tgt_lang)
+        return out if self.check is None else self.judge(out, src, tgt, src_lang, tgt_lang)
+
+    def judge(self, scores: ChunkScores, src: list[str], tgt: list[str],
+              src_lang: str | None, tgt_lang: str | None) -> ChunkScores:
+        """``scores`` with the language reasons of the expected languages
+        (:func:`with_languages`, with the languages this scorer's check knows)."""
+        return with_languages(scores, src, tgt, src_lang, tgt_lang,
+                              getattr(self.check, "known", None))
 
 
 def with_languages(scores: ChunkScores, src: list[str], tgt: list[str], src_lang: str | None,
-                   tgt_lang: str | None) -> ChunkScores:
+                   tgt_lang: str | None, known: frozenset[str] | None = None) -> ChunkScores:
     """``scores`` with the language reasons (:func:`language_reason`) of the expected
     languages added to the pairs no rule drops."""
     src_lang = normalize_language(src_lang) if src_lang else None
@@ -127,5 +149,5 @@ def with_languages(scores: ChunkScores, src: list[str], tgt: list[str], src_lang
     reason = scores.reason.copy()
     for i in np.flatnonzero(reason == ""):
         reason[i] = language_reason(src[i], tgt[i], scores.src_code[i], scores.tgt_code[i],
-                                    src_lang, tgt_lang) or ""
+                                    src_lang, tgt_lang, known) or ""
     return ChunkScores(scores.score, scores.cosine, scores.src_code, scores.tgt_code, reason)

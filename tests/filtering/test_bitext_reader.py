@@ -91,3 +91,11 @@ def test_short_rows_and_bad_bytes_name_the_line_or_are_skipped(tmp_path):
     (tmp_path / "u.txt").write_text("c\n", encoding="utf-8")
     with pytest.raises(DataError, match=r"t\.txt:1: a tab inside a sentence"):
         list(read_bitext([tmp_path / "t.txt", tmp_path / "u.txt"]))
+
+
+def test_byte_order_mark_and_wide_encodings(tmp_path):
+    (tmp_path / "bom.tsv").write_bytes(b"\xef\xbb\xbf" + tsv(PAIRS).encode())
+    assert [(s, t) for _, s, t in pairs(read_bitext(tmp_path / "bom.tsv"))] == PAIRS
+    (tmp_path / "w.tsv").write_bytes(tsv(PAIRS).encode("utf-16"))
+    with pytest.raises(DataError, match="UTF-16 text, not UTF-8; convert it first"):
+        list(read_bitext(tmp_path / "w.tsv"))

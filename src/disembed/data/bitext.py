@@ -14,7 +14,8 @@ file order, holding one chunk in memory:
 Every pair keeps its input line number (1-based, counting a header row), so what a job
 writes about a pair points back to its line. A line that is not UTF-8, and a TSV row too
 short for the columns, is an error naming its file and line (``skip_bad``: skipped and
-logged).
+logged); UTF-16/32 text is refused with the ``iconv`` that converts it, and a UTF-8
+byte-order mark is dropped.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from pathlib import Path
 from typing import IO, Iterator, Sequence
 
 from ..exceptions import ConfigError, DataError
+from .io import sniff_wide_encoding
 
 logger = logging.getLogger(__name__)
 
@@ -61,7 +63,20 @@ def _open_binary(name: str | Path) -> IO[bytes]:
             raise DataError(f"{path}: no such file; check the path")
         raw = open(path, "rb")  # noqa: SIM115 - closed by the caller
     head = raw.peek(2)[:2] if hasattr(raw, "peek") else b""
-    return gzip.GzipFile(fileobj=raw, mode="rb") if head == _GZIP_MAGIC else raw
+    stream = gzip.GzipFile(fileobj=raw, mode="rb") if head == _GZIP_MAGIC else raw
+    return stream if hasattr(stream, "peek") else io.BufferedReader(stream)
+
+
+def _check_encoding(stream, where: str) -> None:
+    """Refuse UTF-16/32 text (naming the iconv that converts it); disembed reads UTF-8."""
+    try:
+        head = stream.peek(4096)[:4096]
+    except (OSError, EOFError) as exc:
+        raise DataError(f"{where}: cannot be read ({exc}); is it a complete file?") from None
+    wide = sniff_wide_encoding(head)
+    if wide:
+        raise DataError(f"{where} is {wide} text, not UTF-8; convert it first: "
+                        f"iconv -f {wide} -t UTF-8")
 
 
 def _lines(name: str | Path, skip_bad: bool) -> Iterator[tuple[int, str | None]]:
@@ -69,8 +84,11 @@ def _lines(name: str | Path, skip_bad: bool) -> Iterator[tuple[int, str | None]]
     where = "standard input" if str(name) == "-" else str(name)
     stream = _open_binary(name)
     try:
+        _check_encoding(stream, where)
         for number, raw in enumerate(stream, start=1):
             raw = raw.rstrip(b"\n").removesuffix(b"\r")
+            if number == 1:
+                raw = raw.removeprefix(b"\xef\xbb\xbf")  # a UTF-8 byte-order mark
             try:
                 yield number, raw.decode("utf-8")
             except UnicodeDecodeError as exc:

@@ -23,7 +23,9 @@ from ..filtering import (
     filter_bitext,
     make_check,
 )
+from ..filtering.cluster import ScorerSpec
 from ..filtering.dev import threshold_from_dev
+from ..mining.distributed import connect
 from .common import (
     add_common,
     add_encoder,
@@ -91,6 +93,10 @@ def add_parser(verbs) -> None:
     j.add_argument("--max-length-ratio", type=finite_float, default=2.0,
                    help="drop pairs whose longer side is more than this times the shorter")
     j.add_argument("-k", type=positive_int, default=4, help="neighbours for the margin")
+    g = p.add_argument_group("cluster (Ray; pip install 'disembed[ray]')")
+    g.add_argument("--cluster", default=None, metavar="ADDRESS",
+                   help="score the chunks as tasks on a Ray cluster: local, local:N, auto or "
+                        "ray://host:port (default: none, in this process); same outputs")
     add_model_options(p.add_argument_group("meaning part"), "source side", "target side")
     add_encoder(p, default=None)
     add_common(p)
@@ -126,8 +132,14 @@ def handle(args: argparse.Namespace) -> int:
                           tgt_lang=args.tgt_lang, chunk_size=args.chunk_size, k=args.k,
                           rules=scorer.rules, header=args.header, src_col=args.src_col,
                           tgt_col=args.tgt_col, skip_bad=args.skip_bad_lines)
+    cluster = {}
+    if args.cluster:
+        cluster = {"executor": connect(args.cluster), "spec": ScorerSpec(
+            model=args.model, encoder=args.encoder, check=args.language_check,
+            languages=tuple(languages), rules=scorer.rules, k=args.k,
+            batch_size=args.batch_size, cache_dir=args.cache_dir)}
     report = filter_bitext(args.inputs, args.out, scorer, config, scores_out=scores_out,
-                           run_dir=args.run_dir)
+                           run_dir=args.run_dir, **cluster)
     if threshold is None and args.keep_top is None:
         say(args, f"default threshold {DEFAULT_THRESHOLD}: expected precision "
                   f"{DEFAULT_EXPECTED['precision']}, recall {DEFAULT_EXPECTED['recall']} "

@@ -45,6 +45,7 @@ from ..data.bitext import BitextChunk, read_bitext
 from ..exceptions import ConfigError, DataError
 from ..methods.base import config_digest
 from ..util.files import AtomicFile, atomic_write_bytes, atomic_write_text, sha256_file
+from .cluster import score_chunk_task
 from .rules import LOW_MEANING, RuleConfig
 from .scoring import ChunkScores, PairScorer, majority_language
 from .thresholds import DEFAULT_THRESHOLD
@@ -167,11 +168,10 @@ def _open_run(run_dir: Path, manifest: dict) -> dict:
     return found
 
 
-def _part_rows(chunk: BitextChunk, s: ChunkScores) -> Iterator[bytes]:
-    for i, line in enumerate(chunk.lines):
-        yield (f"{line}\t{s.score[i]:.6f}\t{s.cosine[i]:.6f}\t{s.src_code[i]}\t"
-               f"{s.tgt_code[i]}\t{s.reason[i]}\t{chunk.src[i]}\t{chunk.tgt[i]}\n"
-               ).encode("utf-8")
+def _part_rows(chunk: BitextChunk, s: ChunkScores) -> list[bytes]:
+    return [(f"{line}\t{s.score[i]:.6f}\t{s.cosine[i]:.6f}\t{s.src_code[i]}\t"
+             f"{s.tgt_code[i]}\t{s.reason[i]}\t{chunk.src[i]}\t{chunk.tgt[i]}\n"
+             ).encode("utf-8") for i, line in enumerate(chunk.lines)]
 
 
 def _languages(found: dict, run_dir: Path, scores: ChunkScores, config: FilterConfig
@@ -189,10 +189,14 @@ def _languages(found: dict, run_dir: Path, scores: ChunkScores, config: FilterCo
 
 
 def score_parts(inputs: Sequence[str | Path], scorer: PairScorer, config: FilterConfig,
-                run_dir: Path, report: FilterReport) -> list[Path]:
-    """Score every chunk not already in ``run_dir``; the part files, in input order."""
+                run_dir: Path, report: FilterReport, cluster: tuple | None = None
+                ) -> list[Path]:
+    """Score every chunk not already in ``run_dir``; the part files, in input order.
+    ``cluster``: ``(executor, spec, window)`` to score the chunks as tasks
+    (:mod:`.cluster`); the first chunk of a run that must infer the expected languages is
+    scored here."""
     found = _open_run(run_dir, _manifest(scorer, config, inputs))
-    parts = []
+    parts, pending = [], []
     chunks = read_bitext(inputs, header=config.header, src_col=config.src_col,
                          tgt_col=config.tgt_col, chunk_size=config.chunk_size,
                          skip_bad=config.skip_bad)
@@ -203,14 +207,22 @@ def score_parts(inputs: Sequence[str | Path], scorer: PairScorer, config: Filter
         if part.is_file() and found.get("languages") is not None:
             report.resumed += 1
             continue
-        scores = scorer.score(chunk.src, chunk.tgt)
-        if scorer.check is not None:
-            langs = _languages(found, run_dir, scores, config)
-            scores = scorer.judge(scores, chunk.src, chunk.tgt, *langs)
-        elif found.get("languages") is None:
-            _languages(found, run_dir, scores, config)
-        atomic_write_bytes(part, _part_rows(chunk, scores))
         report.scored += 1
+        if cluster is not None and found.get("languages") is not None:
+            executor, spec, window = cluster
+            pending.append(executor.submit(score_chunk_task, spec, chunk,
+                                           tuple(found["languages"]), str(part), _part_rows))
+            if len(pending) >= window:
+                executor.gather(pending, lambda: None)
+                pending = []
+            continue
+        scores = scorer.score(chunk.src, chunk.tgt)
+        langs = _languages(found, run_dir, scores, config)
+        if scorer.check is not None:
+            scores = scorer.judge(scores, chunk.src, chunk.tgt, *langs)
+        atomic_write_bytes(part, _part_rows(chunk, scores))
+    if pending:
+        cluster[0].gather(pending, lambda: None)
     report.languages = tuple(found.get("languages") or (None, None))
     return parts
 
@@ -261,14 +273,22 @@ class _Null:
 
 def filter_bitext(inputs: str | Path | Sequence[str | Path], out: str | Path, scorer: PairScorer,
                   config: FilterConfig = FilterConfig(), *, scores_out: str | Path | None = None,
-                  run_dir: str | Path | None = None) -> FilterReport:
+                  run_dir: str | Path | None = None, executor=None, spec=None,
+                  window: int = 8) -> FilterReport:
     """Filter the bitext ``inputs`` into ``out`` (kept pairs) and ``scores_out`` (every
     pair's scores and reason); see the module docstring. ``run_dir`` (default
-    ``<out>.run``) holds the parts a killed run resumes from."""
+    ``<out>.run``) holds the parts a killed run resumes from. ``executor`` (an executor of
+    :mod:`disembed.mining.distributed`) with ``spec`` (a :class:`~.cluster.ScorerSpec` that
+    rebuilds ``scorer`` on a worker): the chunks are scored as tasks, at most ``window`` in
+    flight (:mod:`.cluster`); the outputs are the same bytes."""
+    if executor is not None and spec is None:
+        raise ConfigError("scoring on a cluster needs the spec its workers rebuild the "
+                          "scorer from (spec=ScorerSpec(model=..., ...))")
     names = [inputs] if isinstance(inputs, (str, Path)) else list(inputs)
     run_dir = Path(run_dir) if run_dir else Path(f"{out}.run")
     report = FilterReport()
-    parts = score_parts(names, scorer, config, run_dir, report)
+    cluster = None if executor is None else (executor, spec, max(int(window), 1))
+    parts = score_parts(names, scorer, config, run_dir, report, cluster)
     if not report.pairs:
         raise DataError(f"{', '.join(map(str, names))}: no pairs to filter; give one pair per "
                         "line (a TSV, or two line-aligned files)")

@@ -155,6 +155,7 @@ def test_quickstart_runs(tmp_path, monkeypatch, full_data_dir, capsys):
         assert words[0] == "disembed"
         assert main(words[1:]) == 0, line
     assert (tmp_path / "scored.tsv").is_file() and (tmp_path / "mined.tsv").is_file()
+    assert (tmp_path / "kept.tsv.scores.tsv").is_file()
 
 
 _LINK = re.compile(r"\]\(([^)\s]+)\)")

@@ -32,6 +32,7 @@ from .experiment import (
     run_bench,
 )
 from .experiment.analyse import AnalysisConfig, run_analyses
+from .filtering import FilterConfig, PairScorer, filter_bitext
 from .methods import METHODS, Disentangler, load_disentangler, make_method
 from .methods.language_id import LanguagePrediction
 from .methods.routing import tags_with_scripts
@@ -48,7 +49,8 @@ logging.getLogger("disembed").addHandler(logging.NullHandler())
 
 __all__ = [
     "__version__", "AnalysisConfig", "BenchConfig", "DEFAULT_ENCODER", "Disentangler",
-    "Encoder", "EncoderIdentity", "EvalOptions", "ExperimentResult", "LanguagePrediction",
+    "Encoder", "EncoderIdentity", "EvalOptions", "ExperimentResult", "FilterConfig",
+    "LanguagePrediction", "PairScorer", "filter_bitext",
     "METHODS", "MineConfig", "calibrate_saved", "normalize_language",
     "export_model",
     "ParallelPairs", "RunResult", "RunSpec", "SavedModel", "TrainConfig", "TrainingData",

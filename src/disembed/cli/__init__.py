@@ -21,6 +21,7 @@ from . import (
     encode,
     evaluate,
     export,
+    filtering,
     info,
     mine,
     prepare,
@@ -39,7 +40,7 @@ from .output import verb_output
 from .overlap import check_args
 
 VERBS = (data, prepare, encode, tune, train, evaluate, calibrate, bench, scale, analyse, mine,
-         score, search, export, serve, info)
+         score, filtering, search, export, serve, info)
 
 
 def build_parser() -> argparse.ArgumentParser:

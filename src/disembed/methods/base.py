@@ -54,7 +54,9 @@ from ..exceptions import (
     ShapeError,
 )
 from ..util.constraints import Constraint, validate_params
-from ..util.files import AtomicFile, commit_together, finish_pending
+from ..util.files import AtomicFile, commit_together, finish_pending, saving_now
+from ..util.text import text_list
+from .config_checks import check_saved
 from .export_map import GLOBAL_ROUTE, MeaningMap
 from .language_id import UNKNOWN, LanguageIdentifier, LanguagePrediction
 from .routing import Routing
@@ -88,7 +90,7 @@ def as_language_array(languages: Languages, n: int) -> np.ndarray:
     length."""
     if languages is None or isinstance(languages, str):
         return np.full(n, languages, dtype=object)
-    arr = np.asarray(list(languages), dtype=object)
+    arr = np.asarray(text_list(languages, "languages", "language codes"), dtype=object)
     if arr.shape != (n,):
         raise ShapeError(f"got {arr.shape[0] if arr.ndim else 0} language codes for {n} rows; "
                          "give one code per row or a single code for all")
@@ -389,6 +391,11 @@ class Disentangler(ABC):
         self._calibrate(X, code)
         if getattr(self, "language_id_", None) is not None:
             self.language_id_.add_language(code, X)
+        # recorded: a calibrated language is appended to the sorted languages fit saved,
+        # and a load tells it from a reordered list by this (config_checks)
+        meta = dict(getattr(self, "metadata_", None) or {})
+        self.metadata_ = {**meta, "calibrated": {**(meta.get("calibrated") or {}),
+                                                 code: {"sentences": len(X)}}}
         logger.info("%s: calibrated %r from %d sentences", self.name, code, len(X))
         return self
 
@@ -616,9 +623,47 @@ def _finish_interrupted_save(directory: Path) -> None:
                        "who can write the folder, or save the model again", directory, exc)
 
 
+#: how long a load waits for a save in progress in the same folder before it reports
+#: what it read (seconds)
+SAVE_WAIT_SECONDS = 30.0
+
+
+def _stamp(directory: Path) -> tuple:
+    """What changes when a save renames a file into ``directory``: each file's inode, size
+    and modification time."""
+    out = []
+    for name in ("config.json", "model.safetensors"):
+        try:
+            st = (directory / name).stat()
+            out.append((st.st_ino, st.st_size, st.st_mtime_ns))
+        except OSError:
+            out.append(None)
+    return tuple(out)
+
+
 def read_saved(directory: Path) -> tuple[Path, dict[str, Any], dict[str, np.ndarray]]:
     """``(config path, config, weights)`` of a saved disentangler, every key, shape and the
-    checksum checked; :func:`~disembed.methods.load_disentangler` builds the model."""
+    checksum checked, and the learned config as its constructor and ``fit`` make it
+    (:mod:`.config_checks`); :func:`~disembed.methods.load_disentangler` builds the model.
+
+    A read that meets a save in progress (another process renaming the two files in
+    place: one is new, the other old, so they disagree) is not called corrupt: it waits
+    and reads again, for at most :data:`SAVE_WAIT_SECONDS`, while a live writer's journal
+    is there or a file changed under it."""
+    deadline = time.monotonic() + SAVE_WAIT_SECONDS
+    while True:
+        before = _stamp(directory)
+        try:
+            return _read_saved_once(directory)
+        except CheckpointError:
+            changed = before != _stamp(directory) or saving_now(directory)
+            if not changed or time.monotonic() > deadline:
+                raise
+            logger.info("%s is being saved by another process; reading it again", directory)
+            time.sleep(0.02)
+
+
+def _read_saved_once(directory: Path) -> tuple[Path, dict[str, Any], dict[str, np.ndarray]]:
     cfg_path, weights_path = directory / "config.json", directory / "model.safetensors"
     _finish_interrupted_save(directory)
     for path in (cfg_path, weights_path):
@@ -626,4 +671,6 @@ def read_saved(directory: Path) -> tuple[Path, dict[str, Any], dict[str, np.ndar
             raise CheckpointError(f"{directory} is not a saved disentangler: {path.name} is "
                                   "missing (expected config.json + model.safetensors)")
     config = _read_config(cfg_path)
-    return cfg_path, config, _read_state(weights_path, cfg_path, config)
+    state = _read_state(weights_path, cfg_path, config)
+    check_saved(cfg_path, config, state)
+    return cfg_path, config, state

@@ -75,6 +75,9 @@ def score_tsv(path: str | Path, encoder: Encoder, out: str | Path, *, src_col: s
         raise DataError(f"{path}: no such file")
     if threshold is not None and not math.isfinite(threshold):
         raise ConfigError(f"threshold must be a finite number (or None), got {threshold}")
+    if src_col == tgt_col:
+        raise ConfigError(f"src_col and tgt_col are both {src_col!r}: every sentence would be "
+                          "scored against itself; name the two columns of the pair")
     if path.stat().st_size == 0:
         raise DataError(f"{path}: the file is empty; expected a header row naming the columns "
                         f"{src_col!r} and {tgt_col!r}, then one pair per line")

@@ -16,7 +16,6 @@ from ..exceptions import ConfigError
 from .base import EncoderIdentity, check_batch_size, check_texts
 from .plugin import EncoderPlugin
 
-
 #: the largest dimension: real encoders give 384-4096; hash:100000000 once wrote 3.2 GB
 #: of cache and output for 4 lines before any error
 MAX_DIM = 65536

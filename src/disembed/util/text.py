@@ -60,11 +60,19 @@ _INVISIBLE = "Cf"
 
 
 def is_blank(text: str) -> bool:
-    """Whether ``text`` holds nothing to embed: only whitespace and invisible format
-    characters (a line of zero-width spaces is as empty as an empty line)."""
+    """Whether ``text`` holds nothing to embed: only whitespace, invisible format
+    characters and variation selectors (a line of zero-width spaces, or of a lone emoji
+    presentation selector U+FE0F, is as empty as an empty line)."""
     import unicodedata
 
-    return all(ch.isspace() or unicodedata.category(ch) == _INVISIBLE for ch in text)
+    return all(ch.isspace() or unicodedata.category(ch) == _INVISIBLE
+               or _variation_selector(ch) for ch in text)
+
+
+def _variation_selector(ch: str) -> bool:
+    """U+FE00-U+FE0F and U+E0100-U+E01EF: they only choose a glyph for the character
+    before them, and show nothing alone."""
+    return "\ufe00" <= ch <= "\ufe0f" or "\U000e0100" <= ch <= "\U000e01ef"
 
 
 def lone_surrogate(text: str) -> int:

@@ -82,3 +82,23 @@ def test_a_per_row_language_list_is_applied_in_the_callers_order(env):
     both = saved.meaning(texts, ["de", "en"])
     np.testing.assert_allclose(both[0], saved.meaning(texts[:1], "de")[0], atol=1e-6)
     np.testing.assert_allclose(both[1], saved.meaning(texts[1:], "en")[0], atol=1e-6)
+
+
+@pytest.mark.parametrize("languages, message", [
+    ("de", "got a single str"), ({"de", "fr"}, "got a set"), (["de", "deu"], "'de' twice"),
+    (["fr", "de", "fr"], "'fr' twice")])
+def test_build_training_set_refuses_unordered_or_repeated_languages(env, languages, message):
+    from disembed import build_training_set
+    from disembed.exceptions import ConfigError
+
+    with pytest.raises((DataError, ConfigError), match=message):
+        build_training_set(languages, pairs_per_language=5, holdout_per_language=2)
+
+
+def test_build_training_set_keeps_the_callers_language_order(env):
+    from disembed import build_training_set
+
+    a = build_training_set(["zh", "de"], pairs_per_language=5, holdout_per_language=2)
+    b = build_training_set(["de", "zh"], pairs_per_language=5, holdout_per_language=2)
+    assert [r.language for r in a.languages] == ["zh", "de"]
+    assert [r.language for r in b.languages] == ["de", "zh"]

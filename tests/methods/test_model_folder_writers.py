@@ -114,3 +114,22 @@ def test_two_calibrations_at_once_keep_both_languages(tmp_path):
     assert errors == []
     assert {"ar", "ja"} <= set(load_disentangler(path).known_languages())
     assert os.path.isfile(path / "config.json")
+
+
+def test_a_save_that_fails_leaves_no_temporary_file_and_the_old_model(tmp_path, monkeypatch):
+    """Released on the error path too: the two temporary files of a save that fails (a
+    full disk at the rename) are removed, and the model saved before is still there."""
+    import errno
+
+    path = _model(0).save(tmp_path / "m")
+    before = sorted(p.name for p in path.iterdir())
+    old = (path / "model.safetensors").read_bytes()
+
+    def no_space(files):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(base, "commit_together", no_space)
+    with pytest.raises(OSError, match="No space left"):
+        _model(1).save(path)
+    assert sorted(p.name for p in path.iterdir()) == before
+    assert (path / "model.safetensors").read_bytes() == old

@@ -102,3 +102,14 @@ def test_build_training_set_keeps_the_callers_language_order(env):
     b = build_training_set(["de", "zh"], pairs_per_language=5, holdout_per_language=2)
     assert [r.language for r in a.languages] == ["zh", "de"]
     assert [r.language for r in b.languages] == ["de", "zh"]
+
+
+@pytest.mark.parametrize("field", ["src", "tgt", "src_lang", "tgt_lang"])
+def test_parallel_pairs_refuse_a_string_for_a_column(field):
+    from disembed import ParallelPairs
+
+    columns = {"src": ["a", "b"], "tgt": ["x", "y"], "src_lang": ["de", "de"],
+               "tgt_lang": ["en", "en"]}
+    columns[field] = "ab"  # two characters: the lengths agreed, the pairs were nonsense
+    with pytest.raises(DataError, match=f"ParallelPairs: {field}: expected a list"):
+        ParallelPairs(**columns)

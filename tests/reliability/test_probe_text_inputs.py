@@ -113,3 +113,14 @@ def test_parallel_pairs_refuse_a_string_for_a_column(field):
     columns[field] = "ab"  # two characters: the lengths agreed, the pairs were nonsense
     with pytest.raises(DataError, match=f"ParallelPairs: {field}: expected a list"):
         ParallelPairs(**columns)
+
+
+@pytest.mark.parametrize("pool", ["src_pool", "tgt_pool"])
+def test_score_tsv_refuses_a_bare_string_as_a_reference_pool(env, tmp_path, pool):
+    from disembed import score_tsv
+    from disembed.encoders import HashEncoder
+
+    with pytest.raises(DataError, match=f"score_tsv: {pool}: expected a list of sentences"):
+        score_tsv(env["st"], HashEncoder(8), tmp_path / "s.tsv", kind="ratio",
+                  **{pool: "Satz eins"})
+    assert not (tmp_path / "s.tsv").exists()

@@ -23,6 +23,7 @@ from ..retrieval.knn import normalize_rows
 from ..retrieval.margin import margin
 from ..retrieval.search import check_finite, search
 from ..util.files import atomic_write_bytes
+from ..util.text import text_list
 
 logger = logging.getLogger(__name__)
 
@@ -82,6 +83,8 @@ def score_tsv(path: str | Path, encoder: Encoder, out: str | Path, *, src_col: s
     if not path.is_file():
         raise DataError(f"{path}: no such file")
     _check_options(threshold, src_col, tgt_col)
+    src_pool, tgt_pool = (None if pool is None else text_list(pool, f"score_tsv: {name}")
+                          for pool, name in ((src_pool, "src_pool"), (tgt_pool, "tgt_pool")))
     if path.stat().st_size == 0:
         raise DataError(f"{path}: the file is empty; expected a header row naming the columns "
                         f"{src_col!r} and {tgt_col!r}, then one pair per line")

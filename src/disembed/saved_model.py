@@ -59,14 +59,13 @@ from .encoders.cached import cached
 from .exceptions import (
     CheckpointError,
     ConfigError,
-    DataError,
     MissingDependencyError,
     UnknownNameError,
 )
 from .methods import Disentangler, load_disentangler
 from .methods.text_path import meaning_of_texts
 from .util.locks import folder_lock
-from .util.text import is_blank
+from .util.text import is_blank, text_list
 
 logger = logging.getLogger(__name__)
 
@@ -145,7 +144,10 @@ class SavedModel:
         meaning part, a text without a tag routed by its script and the identifier
         (:func:`~disembed.methods.text_path.text_meaning`, the one text path).
         ``languages``: one code for all, one per text, or ``None``."""
-        X = self.encoder.encode(list(texts), batch_size=batch_size)
+        texts = text_list(texts, "SavedModel.meaning")
+        if not (languages is None or isinstance(languages, str)):
+            languages = text_list(languages, "SavedModel.meaning: languages", "language codes")
+        X = self.encoder.encode(texts, batch_size=batch_size)
         return meaning_of_texts(self.disentangler, X, texts, languages)
 
     @property
@@ -272,10 +274,7 @@ def calibrate_saved(directory: str | Path, language: str, texts: Sequence[str], 
     are left out); a single string is refused, not read as its characters. The metadata
     records how many sentences calibrated which language; ``export`` and ``serve`` read the
     calibrated model like any other."""
-    if isinstance(texts, (str, bytes)):
-        raise DataError(f"calibrate_saved: texts must be a list of sentences, got a single "
-                        f"{type(texts).__name__} ({texts[:40]!r}); wrap it in a list, and give "
-                        "a few hundred sentences for a useful calibration")
+    texts = text_list(texts, "calibrate_saved")
     code = normalize_language(language)
     texts = [t for t in texts if not (isinstance(t, str) and is_blank(t))]
     target = Path(out) if out is not None else Path(directory)

@@ -37,7 +37,7 @@ from .errors import ignore_file_size_signal, report
 from .flags import VerbParser, warn_deprecated
 from .folders import check_folders
 from .output import verb_output
-from .overlap import check_args
+from .overlap import check_args, written_paths
 
 VERBS = (data, prepare, encode, tune, train, evaluate, calibrate, bench, scale, analyse, mine,
          score, filtering, search, export, serve, info)
@@ -104,7 +104,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 _cache_dir_everywhere(getattr(args, "cache_dir", None)):
             return int(args.handler(args) or 0)
     except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001 - every error ends here
-        return report(args.verb, exc, args.verbose)
+        return report(args.verb, exc, args.verbose, written_paths(args))
 
 
 if __name__ == "__main__":  # pragma: no cover

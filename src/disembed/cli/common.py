@@ -253,9 +253,19 @@ def input_files(text: str) -> str:
     return text
 
 
+def _not_empty(text: str, what: str) -> None:
+    """An empty path is the current folder to ``pathlib``: ``--model ""`` once scored raw
+    vectors and ``--out ""`` wrote into the working folder; refuse it."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError(f"empty path {text!r}; expected {what} (an unset "
+                                         "shell variable?); leave the option out for its "
+                                         "default")
+
+
 def input_file(text: str) -> str:
     """An existing, readable file; ``-`` (standard input) and named pipes are read into a
     temporary file first."""
+    _not_empty(text, "a file to read")
     if text == "-":  # given twice, the second one reads nothing (an empty input: refused)
         return _spool(sys.stdin.buffer, "standard input")
     path = Path(text)
@@ -273,6 +283,7 @@ def input_file(text: str) -> str:
 
 def input_dir(text: str) -> str:
     """An existing directory (a saved model, a finished bench)."""
+    _not_empty(text, "a directory (e.g. a model written by 'disembed train')")
     path = Path(text)
     if not path.exists():
         raise argparse.ArgumentTypeError(f"{text}: no such directory; check the path")
@@ -297,7 +308,12 @@ def _check_parents(text: str) -> None:
 def output_file(text: str) -> str:
     """A file to write (missing parent folders are created); not an existing directory.
     ``-`` is standard output; a pipe or device is written in place and a symbolic link
-    through to its target (:func:`disembed.util.files.output_target`)."""
+    through to its target (:func:`disembed.util.files.output_target`). A path ending in
+    ``/`` names a folder (``--out newdir/`` once wrote a file named ``newdir``): refused."""
+    _not_empty(text, "a file path to write, or - for standard output")
+    if text.endswith(("/", os.sep)):
+        raise argparse.ArgumentTypeError(f"{text} ends in '/', a folder; expected a file path, "
+                                         f"e.g. {text}out.tsv")
     if Path(text).is_dir():
         raise argparse.ArgumentTypeError(f"{text} is a directory; expected a file path, e.g. "
                                          f"{Path(text) / 'out.tsv'}")
@@ -334,6 +350,7 @@ def output_target_kind(text: str) -> str:
 
 def output_dir(text: str) -> str:
     """A directory to write into (created if missing); not an existing file, nor ``-``."""
+    _not_empty(text, "a folder to write into")
     if text == "-":
         raise argparse.ArgumentTypeError("- (standard output) can take one file, but this "
                                          "option names a folder to write into: give a folder "

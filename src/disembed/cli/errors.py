@@ -8,6 +8,9 @@ a bad input, setting or file            2     ``disembed VERB: error: <what, exp
   (any :class:`~disembed.exceptions.DisembedError`)
 the system refused (disk full, file     2     ``disembed VERB: error: disk full / file too
   too large, permission, missing path)        large: <path> ...`` (an ``OSError``)
+  (also when raised from one: an          2     naming the paths the command writes when
+  error of a library that wraps it)             the system did not say which one
+the reader of a pipe left (``| head``)  0     nothing (as other Unix tools)
 Ctrl-C                                  130   ``interrupted; rerun the same command to resume``
 a bug in disembed                       1     ``internal error ...; rerun with -v``; the
                                               traceback only with ``-v``
@@ -17,9 +20,11 @@ a bug in disembed                       1     ``internal error ...; rerun with -
 from __future__ import annotations
 
 import errno
+import os
 import signal
 import sys
 import traceback
+from typing import Sequence
 
 from ..exceptions import DisembedError
 
@@ -40,9 +45,12 @@ def ignore_file_size_signal() -> None:
             pass
 
 
-def describe_os_error(exc: OSError) -> str:
-    """One line for an ``OSError``: what failed, on which path, and what to do."""
-    where = exc.filename if exc.filename is not None else "(unknown path)"
+def describe_os_error(exc: OSError, paths: Sequence[str] = ()) -> str:
+    """One line for an ``OSError``: what failed, on which path (where the system did not
+    say, the ``paths`` the command writes), and what to do."""
+    where = (exc.filename if exc.filename is not None
+             else f"one of {', '.join(map(str, paths))}" if paths
+             else "(unknown path)")
     reason = exc.strerror or str(exc)
     if exc.errno in _DISK_FULL:
         return (f"disk full / file too large: {where} ({reason}). Free space or raise the "
@@ -58,18 +66,44 @@ def describe_os_error(exc: OSError) -> str:
     return f"{reason}: {where}" if exc.filename is not None else f"system error: {exc}"
 
 
-def report(verb: str, exc: BaseException, verbose: int) -> int:
-    """Print the one-line message for ``exc`` and return the exit code (see the table)."""
+def _os_error_in(exc: BaseException | None) -> OSError | None:
+    """The ``OSError`` ``exc`` is, or was raised from or while handling (a library that
+    wraps a full disk in its own error type)."""
+    for _ in range(8):
+        if exc is None or isinstance(exc, OSError):
+            return exc
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
+def _quiet_stdout() -> None:
+    """Point standard output at /dev/null, so that the interpreter's last flush into the
+    closed pipe does not print another error."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # no real file behind sys.stdout (tests)
+        pass
+
+
+def report(verb: str, exc: BaseException, verbose: int, paths: Sequence[str] = ()) -> int:
+    """Print the one-line message for ``exc`` and return the exit code (see the table);
+    ``paths``: what the command writes, named where the system names no path."""
     if isinstance(exc, KeyboardInterrupt):
         _say(f"disembed {verb}: interrupted; rerun the same command to resume")
         return INTERRUPTED
     if isinstance(exc, DisembedError):
         _say(f"disembed {verb}: error: {exc}")
         return USER_ERROR
+    os_error = _os_error_in(exc)
+    if os_error is not None and os_error.errno == errno.EPIPE:
+        _quiet_stdout()  # `disembed ... --out - | head`: the reader has what it wanted
+        return 0
     if verbose:
         traceback.print_exception(type(exc), exc, exc.__traceback__, file=sys.stderr)
-    if isinstance(exc, OSError):
-        _say(f"disembed {verb}: error: {describe_os_error(exc)}")
+    if os_error is not None:
+        _say(f"disembed {verb}: error: {describe_os_error(os_error, paths)}")
         return USER_ERROR
     if isinstance(exc, MemoryError):
         _say(f"disembed {verb}: error: out of memory; use a smaller --batch-size or --chunk, "

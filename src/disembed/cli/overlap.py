@@ -16,6 +16,7 @@ from ..data.paths import resolve_data_dir
 from ..exceptions import ConfigError
 from ..util.cache_dir import default_cache_dir
 from ..util.overlap import Endpoint, check_outputs
+from .arg_checks import check_values
 
 #: argument -> how messages name it, for the input files of every verb
 _FILES = {"input": "INPUT", "src": "SRC", "tgt": "TGT", "queries": "QUERIES",
@@ -72,10 +73,25 @@ def _outputs(args: argparse.Namespace) -> list[Endpoint]:
 
 
 def check_args(args: argparse.Namespace) -> None:
-    """Raise :class:`ConfigError` when an output of this command overlaps one of its inputs."""
+    """Raise :class:`ConfigError` when an output of this command overlaps one of its inputs,
+    or an argument the parser lets through is empty or names one column twice
+    (:func:`.arg_checks.check_values`)."""
+    check_values(args)
     if args.verb in ("serve", "info", "data"):
         return
     check_outputs(_outputs(args), _inputs(args))
 
 
-__all__ = ["check_args"]
+def written_paths(args: argparse.Namespace) -> list[str]:
+    """What this command writes (its outputs and the embedding cache), named in an error
+    where the system does not say which file it could not write."""
+    try:
+        found = [str(e.path) for e in _outputs(args)]
+        if hasattr(args, "cache_dir"):
+            found.append(f"the embedding cache {args.cache_dir or default_cache_dir()}")
+    except Exception:  # noqa: BLE001 - only a better message is at stake
+        return []
+    return found
+
+
+__all__ = ["check_args", "written_paths"]

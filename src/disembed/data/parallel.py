@@ -15,6 +15,7 @@ from typing import Sequence
 import numpy as np
 
 from ..exceptions import DataError
+from ..util.text import text_list
 from .io import ReadReport, read_aligned, read_tsv
 from .languages import normalize_language
 
@@ -32,6 +33,11 @@ class ParallelPairs:
     reports: list[ReadReport] = field(default_factory=list)
 
     def __post_init__(self) -> None:
+        # a string would pass as its characters, a set in its own order (util.text.text_list)
+        self.src = text_list(self.src, "ParallelPairs: src")
+        self.tgt = text_list(self.tgt, "ParallelPairs: tgt")
+        self.src_lang = text_list(self.src_lang, "ParallelPairs: src_lang", "language codes")
+        self.tgt_lang = text_list(self.tgt_lang, "ParallelPairs: tgt_lang", "language codes")
         lengths = {len(self.src), len(self.tgt), len(self.src_lang), len(self.tgt_lang)}
         if len(lengths) != 1:
             raise DataError(

@@ -26,6 +26,7 @@ from typing import Callable, Iterable, Sequence
 
 from ..exceptions import ConfigError
 from ..registry import Registry
+from ..util.text import text_list
 from .io import read_tsv
 from .languages import normalize_language, to_iso3
 from .parallel import ParallelPairs
@@ -159,7 +160,7 @@ def build_training_set(
     unknown = [s for s in sources if s not in SOURCES]
     if unknown:
         raise ConfigError(f"unknown training source(s) {unknown}; known: {list(SOURCES)}")
-    wanted = [normalize_language(code) for code in languages]  # all codes checked up front
+    wanted = _wanted(languages)
     blocked = {name: evaluation_texts(name, root) for name in eval_sets}
     parts, held, reports, missing = [], [], [], []
     for lang in wanted:
@@ -183,6 +184,20 @@ def build_training_set(
                           "parallel sets first ('disembed data download', 'disembed data list')")
     return TrainingSet(ParallelPairs.concat(parts), reports, list(eval_sets), seed,
                        ParallelPairs.concat(held), missing)
+
+
+def _wanted(languages: Sequence[str]) -> list[str]:
+    """The canonical codes of ``languages``, all checked up front, in the caller's order; a
+    string, a set or a generator is refused, and so is one language named twice (``de`` and
+    ``deu``: its pairs would be taken twice)."""
+    given = text_list(languages, "build_training_set: languages", "language codes")
+    wanted = [normalize_language(code) for code in given]
+    for i, code in enumerate(wanted):
+        if code in wanted[:i]:
+            first = given[wanted.index(code)]
+            raise ConfigError(f"languages name {code!r} twice ({first!r} and {given[i]!r}); "
+                              "give each language once")
+    return wanted
 
 
 def _split(lang: str, rep: LanguageReport, kept: list[tuple[str, str]], holdout: int,

@@ -14,7 +14,7 @@ from typing import Protocol, Sequence, runtime_checkable
 import numpy as np
 
 from ..exceptions import ConfigError, DataError, NonFiniteError, ShapeError
-from ..util.text import is_blank, lone_surrogate, normalize_text
+from ..util.text import is_blank, lone_surrogate, normalize_text, text_list
 
 
 @dataclass(frozen=True)
@@ -63,11 +63,7 @@ def check_texts(texts: Sequence[str], source: str = "input") -> list[str]:
 
     Every encoder calls this first and embeds what it returns, and the embedding cache keys
     its store by it, so the same text gives the same vector whatever its Unicode form."""
-    if isinstance(texts, str):
-        raise DataError(
-            f"{source}: expected a sequence of sentences, got a single string; wrap it in a list"
-        )
-    out = list(texts)
+    out = text_list(texts, source)
     for i, t in enumerate(out):
         if not isinstance(t, str):
             raise DataError(f"{source}: item {i} is {type(t).__name__}, expected str")

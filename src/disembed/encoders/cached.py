@@ -16,7 +16,7 @@ from ..hardware import rechoose_threads
 from ..progress import progress_bar, reporting_to
 from ..util.cache_dir import CACHE_ENV_VAR, default_cache_dir
 from ..util.files import AtomicFile, commit_together
-from .base import Encoder, check_batch_size, check_embeddings, check_texts
+from .base import Encoder, check_batch_size, check_embeddings, check_texts, text_list
 from .store import EmbeddingStore
 
 logger = logging.getLogger(__name__)
@@ -67,6 +67,7 @@ class CachedEncoder:
     def token_counts(self, texts: Sequence[str]) -> list[int] | None:
         """The wrapped encoder's token counts (``None`` when it has no tokenizer)."""
         count = getattr(self.encoder, "token_counts", None)
+        texts = text_list(texts, self.name)
         return None if count is None else count(texts)
 
     def encode(self, texts: Sequence[str], *, batch_size: int = 64) -> np.ndarray:

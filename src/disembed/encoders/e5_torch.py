@@ -29,7 +29,7 @@ from ..exceptions import ConfigError
 from ..hardware import configure_threads
 from ..progress import advance
 from ..util.files import sha256_file
-from .base import EncoderIdentity, check_batch_size, check_texts
+from .base import EncoderIdentity, check_batch_size, check_texts, text_list
 from .e5_export import e5_export_modules, side_option
 from .e5_format import E5File, bundled_weights, read_e5_file
 from .e5_model import E5Model
@@ -172,7 +172,8 @@ class E5TorchEncoder(EncoderPlugin):
 
     def token_counts(self, texts: Sequence[str]) -> list[int]:
         """``<s> prefix+text </s>`` tokens of each text (all windows together)."""
-        return [len(self.tokenizer.content_ids(t, self.side)) + 2 for t in texts]
+        return [len(self.tokenizer.content_ids(t, self.side)) + 2
+                for t in text_list(texts, self.name)]
 
     def encode(self, texts: Sequence[str], *, batch_size: int = 64) -> np.ndarray:
         """``(n, 384) float32``, L2-normalised rows."""

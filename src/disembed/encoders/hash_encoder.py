@@ -16,6 +16,10 @@ from ..exceptions import ConfigError
 from .base import EncoderIdentity, check_batch_size, check_texts
 from .plugin import EncoderPlugin
 
+#: the largest dimension: real encoders give 384-4096; hash:100000000 once wrote 3.2 GB
+#: of cache and output for 4 lines before any error
+MAX_DIM = 65536
+
 
 class HashEncoder(EncoderPlugin):
     """Random but deterministic: ``encode(["a"])`` is the same vector in every run.
@@ -36,6 +40,11 @@ class HashEncoder(EncoderPlugin):
         if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)) or dim < 1:
             raise ConfigError(f"hash encoder: dim must be a positive integer (e.g. hash:64); "
                               f"got {dim!r}")
+        if dim > MAX_DIM:
+            raise ConfigError(f"hash encoder: dim {dim} is above the limit of {MAX_DIM} (each "
+                              f"sentence would take {4 * int(dim):,} bytes in the cache and "
+                              "the output); real encoders give 384-4096 dimensions: use e.g. "
+                              "hash:384")
         self.dim = int(dim)
         self.salt = salt
         self.name = f"hash:{self.dim}"

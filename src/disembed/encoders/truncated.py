@@ -13,7 +13,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..exceptions import ConfigError, ShapeError
-from .base import check_batch_size, supported_languages
+from .base import check_batch_size, supported_languages, text_list
 
 
 def truncate(X: np.ndarray, k: int) -> np.ndarray:
@@ -43,4 +43,5 @@ class TruncatedEncoder:
 
     def encode(self, texts: Sequence[str], *, batch_size: int = 64) -> np.ndarray:
         batch_size = check_batch_size(batch_size, self.name)
+        texts = text_list(texts, self.name)
         return truncate(self.encoder.encode(texts, batch_size=batch_size), self.k)

@@ -29,6 +29,7 @@ import numpy as np
 
 from ..data.languages import normalize_language, normalize_tag, script_subtag
 from ..exceptions import ConfigError, DataError, ShapeError
+from ..util.text import text_list
 from .export_map import GLOBAL_ROUTE
 from .language_id import UNKNOWN, LanguageIdentifier, LanguagePrediction
 from .routing import Routing
@@ -43,7 +44,7 @@ def as_language_array(languages: Languages, n: int) -> np.ndarray:
     length."""
     if languages is None or isinstance(languages, str):
         return np.full(n, languages, dtype=object)
-    arr = np.asarray(list(languages), dtype=object)
+    arr = np.asarray(text_list(languages, "languages", "language codes"), dtype=object)
     if arr.shape != (n,):
         raise ShapeError(f"got {arr.shape[0] if arr.ndim else 0} language codes for {n} rows; "
                          "give one code per row or a single code for all")
@@ -211,6 +212,11 @@ class LanguageRouting:
         self._calibrate(X, code)
         if getattr(self, "language_id_", None) is not None:
             self.language_id_.add_language(code, X)
+        # recorded: a calibrated language is appended to the sorted languages fit saved,
+        # and a load tells it from a reordered list by this (config_checks)
+        meta = dict(getattr(self, "metadata_", None) or {})
+        self.metadata_ = {**meta, "calibrated": {**(meta.get("calibrated") or {}),
+                                                 code: {"sentences": len(X)}}}
         logger.info("%s: calibrated %r from %d sentences", self.name, code, len(X))
         return self
 

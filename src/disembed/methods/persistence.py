@@ -12,13 +12,15 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ..exceptions import CheckpointError, NonFiniteError, NotFittedError
-from ..util.files import AtomicFile, commit_together, finish_pending
+from ..util.files import AtomicFile, commit_together, finish_pending, saving_now
+from .config_checks import check_saved
 from .language_id import LanguageIdentifier
 
 logger = logging.getLogger(__name__)
@@ -217,9 +219,47 @@ def _finish_interrupted_save(directory: Path) -> None:
                        "who can write the folder, or save the model again", directory, exc)
 
 
+#: how long a load waits for a save in progress in the same folder before it reports
+#: what it read (seconds)
+SAVE_WAIT_SECONDS = 30.0
+
+
+def _stamp(directory: Path) -> tuple:
+    """What changes when a save renames a file into ``directory``: each file's inode, size
+    and modification time."""
+    out = []
+    for name in ("config.json", "model.safetensors"):
+        try:
+            st = (directory / name).stat()
+            out.append((st.st_ino, st.st_size, st.st_mtime_ns))
+        except OSError:
+            out.append(None)
+    return tuple(out)
+
+
 def read_saved(directory: Path) -> tuple[Path, dict[str, Any], dict[str, np.ndarray]]:
     """``(config path, config, weights)`` of a saved disentangler, every key, shape and the
-    checksum checked; :func:`~disembed.methods.load_disentangler` builds the model."""
+    checksum checked, and the learned config as its constructor and ``fit`` make it
+    (:mod:`.config_checks`); :func:`~disembed.methods.load_disentangler` builds the model.
+
+    A read that meets a save in progress (another process renaming the two files in
+    place: one is new, the other old, so they disagree) is not called corrupt: it waits
+    and reads again, for at most :data:`SAVE_WAIT_SECONDS`, while a live writer's journal
+    is there or a file changed under it."""
+    deadline = time.monotonic() + SAVE_WAIT_SECONDS
+    while True:
+        before = _stamp(directory)
+        try:
+            return _read_saved_once(directory)
+        except CheckpointError:
+            changed = before != _stamp(directory) or saving_now(directory)
+            if not changed or time.monotonic() > deadline:
+                raise
+            logger.info("%s is being saved by another process; reading it again", directory)
+            time.sleep(0.02)
+
+
+def _read_saved_once(directory: Path) -> tuple[Path, dict[str, Any], dict[str, np.ndarray]]:
     cfg_path, weights_path = directory / "config.json", directory / "model.safetensors"
     _finish_interrupted_save(directory)
     for path in (cfg_path, weights_path):
@@ -227,4 +267,6 @@ def read_saved(directory: Path) -> tuple[Path, dict[str, Any], dict[str, np.ndar
             raise CheckpointError(f"{directory} is not a saved disentangler: {path.name} is "
                                   "missing (expected config.json + model.safetensors)")
     config = _read_config(cfg_path)
-    return cfg_path, config, _read_state(weights_path, cfg_path, config)
+    state = _read_state(weights_path, cfg_path, config)
+    check_saved(cfg_path, config, state)
+    return cfg_path, config, state

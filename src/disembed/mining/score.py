@@ -23,6 +23,7 @@ from ..retrieval.knn import normalize_rows
 from ..retrieval.margin import margin
 from ..retrieval.search import check_finite, search
 from ..util.files import atomic_write_bytes
+from ..util.text import text_list
 
 logger = logging.getLogger(__name__)
 
@@ -55,6 +56,14 @@ def _header(path: Path) -> list[str]:
         return f.readline().rstrip("\r\n").split("\t")
 
 
+def _check_options(threshold: float | None, src_col: str, tgt_col: str) -> None:
+    if threshold is not None and not math.isfinite(threshold):
+        raise ConfigError(f"threshold must be a finite number (or None), got {threshold}")
+    if src_col == tgt_col:
+        raise ConfigError(f"src_col and tgt_col are both {src_col!r}: every sentence would be "
+                          "scored against itself; name the two columns of the pair")
+
+
 def score_tsv(path: str | Path, encoder: Encoder, out: str | Path, *, src_col: str = "src",
               tgt_col: str = "tgt", kind: str = "cosine", k: int = 4,
               src_pool: list[str] | None = None, tgt_pool: list[str] | None = None,
@@ -73,8 +82,9 @@ def score_tsv(path: str | Path, encoder: Encoder, out: str | Path, *, src_col: s
     path = Path(path)
     if not path.is_file():
         raise DataError(f"{path}: no such file")
-    if threshold is not None and not math.isfinite(threshold):
-        raise ConfigError(f"threshold must be a finite number (or None), got {threshold}")
+    _check_options(threshold, src_col, tgt_col)
+    src_pool, tgt_pool = (None if pool is None else text_list(pool, f"score_tsv: {name}")
+                          for pool, name in ((src_pool, "src_pool"), (tgt_pool, "tgt_pool")))
     if path.stat().st_size == 0:
         raise DataError(f"{path}: the file is empty; expected a header row naming the columns "
                         f"{src_col!r} and {tgt_col!r}, then one pair per line")

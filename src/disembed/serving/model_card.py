@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 from pathlib import Path
 from typing import Any, Mapping
@@ -62,7 +63,7 @@ def eval_results(scores: list[TaskScores]) -> list:
     out = []
     for s in scores:
         value = s.get("meaning", s.main_subset, s.main_metric)
-        if value == value and s.task in TASKS:
+        if math.isfinite(value) and s.task in TASKS:  # the Hub refuses NaN and .inf
             out.append(_eval_result(s, value))
     return out
 

@@ -104,6 +104,16 @@ def _fsync_dir(directory: Path) -> None:
 _JOURNAL_MARK = ".commit-"
 
 
+def saving_now(directory: str | os.PathLike) -> bool:
+    """Whether a live process is between the renames of a :func:`commit_together` in
+    ``directory`` (a reader then sees one file new and the other old: wait, read again)."""
+    for journal in Path(directory).glob(f".*{_JOURNAL_MARK}*"):
+        pid = journal.name.rsplit(_JOURNAL_MARK, 1)[1]
+        if pid.isdigit() and _pid_alive(int(pid)):
+            return True
+    return False
+
+
 def finish_pending(directory: str | os.PathLike) -> None:
     """Complete the group renames (:func:`commit_together`) of writers in ``directory``
     that died between their first and last rename."""

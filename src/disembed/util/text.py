@@ -27,6 +27,11 @@ string for the same text:
 from __future__ import annotations
 
 import re
+import unicodedata
+from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Set as AbcSet
+
+from ..exceptions import DataError
 
 # the two steps are the routing rule's (one file, shipped with every export)
 from .routing_rule import UNICODE_FORM, normalize_text  # noqa: F401
@@ -48,11 +53,18 @@ _INVISIBLE = "Cf"
 
 
 def is_blank(text: str) -> bool:
-    """Whether ``text`` holds nothing to embed: only whitespace and invisible format
-    characters (a line of zero-width spaces is as empty as an empty line)."""
-    import unicodedata
+    """Whether ``text`` holds nothing to embed: only whitespace, invisible format
+    characters and variation selectors (a line of zero-width spaces, or of a lone emoji
+    presentation selector U+FE0F, is as empty as an empty line)."""
 
-    return all(ch.isspace() or unicodedata.category(ch) == _INVISIBLE for ch in text)
+    return all(ch.isspace() or unicodedata.category(ch) == _INVISIBLE
+               or _variation_selector(ch) for ch in text)
+
+
+def _variation_selector(ch: str) -> bool:
+    """U+FE00-U+FE0F and U+E0100-U+E01EF: they only choose a glyph for the character
+    before them, and show nothing alone."""
+    return "\ufe00" <= ch <= "\ufe0f" or "\U000e0100" <= ch <= "\U000e01ef"
 
 
 def lone_surrogate(text: str) -> int:
@@ -74,3 +86,36 @@ def bare_carriage_return(text: str) -> int:
             return at
         at = text.find("\r", at + 1)
     return -1
+
+
+def text_list(texts: object, source: str = "input", what: str = "sentences") -> list:
+    """``texts`` as a list, refusing what is not an ordered, sized sequence of sentences: a
+    single string (or bytes), which ``list()`` would split into characters; a set or a
+    mapping, whose order is not the caller's; a generator or other one-shot iterator, which
+    a retry or a second pass would find empty; an int or any other non-sequence. Each gets
+    an error saying what was given, what is expected and how to fix it. Every API that
+    takes texts calls this (through :func:`~disembed.encoders.base.check_texts` or
+    directly) before anything else; lists of language codes too (``what``).
+    """
+    kind = type(texts).__name__
+    if isinstance(texts, (str, bytes, bytearray)):
+        hint = " (decode it first)" if not isinstance(texts, str) else ""
+        raise DataError(f"{source}: expected a list of {what}, got a single {kind} "
+                        f"({texts[:40]!r}){hint}; wrap it in a list: [text] (a single string is "
+                        "not read as its characters)")
+    if isinstance(texts, (AbcSet, Mapping)):
+        raise DataError(f"{source}: expected a list of {what}, got a {kind}, whose order "
+                        "is not yours (each result must go back to its row); pass a list "
+                        "(e.g. sorted(texts) or list(dict.fromkeys(texts)))")
+    if isinstance(texts, Iterator):
+        raise DataError(f"{source}: expected a list of {what}, got a one-shot {kind} "
+                        "(a generator or iterator cannot be read twice or counted); pass "
+                        "list(texts)")
+    if getattr(texts, "ndim", 1) != 1:
+        raise DataError(f"{source}: expected a list of {what}, got a {texts.ndim}-D "
+                        f"array of shape {texts.shape}; pass a 1-D list or array of str")
+    if not (hasattr(texts, "__len__") and hasattr(texts, "__getitem__")
+            and isinstance(texts, Iterable)):
+        raise DataError(f"{source}: expected a list of {what}, got {kind} ({texts!r:.40}); "
+                        "pass a list of str")
+    return list(texts)

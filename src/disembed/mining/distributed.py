@@ -164,8 +164,8 @@ def _shard_key(col: Collection, encoder: dict, model_dir, language, shard_rows: 
     h.update(json.dumps([col.fingerprint(), encoder["spec"], encoder.get("options", {}),
                          encoder.get("cache_dtype"), model,
                          # untagged: routed by script (a shard from before that is not reused)
-                         language or ("script" if model_dir else None), shard_rows,
-                         "distinct"],  # shards of every line (before issue 48) not reused
+                         language or ("script" if model_dir else None), shard_rows]
+                        + ["distinct"],  # shards of every line (before issue 48): not reused
                         sort_keys=True, default=str).encode())
     return h.hexdigest()
 

@@ -49,7 +49,7 @@ PRECISIONS = ("auto", "float32", "bfloat16")
 PRODUCTS = {"float32": FLOAT32, "bfloat16": BFLOAT16}
 #: candidates of the second bfloat16 search of lists the first could not certify
 WIDE_CANDIDATES = 64
-#: more than this share of a search's lists rejected: ties, searched in float64 at once
+#: more than this share of a float32 search's lists rejected: ties, searched in float64 at once
 TIED = 0.5
 
 
@@ -201,7 +201,8 @@ def _exact_from_candidates(lists: TopKLists, q, db, k, stats, opt, products: Pro
         D, I, ok = exact_lists(lists.values, lists.indices, m, q, db, k, a,  # noqa: E741
                                products.ulp, configure_threads().threads)
     bad = np.flatnonzero(~ok)
-    again = _next_search(lists.k, db.shape[0], products, tied=len(bad) > TIED * len(ok))
+    tied = products is FLOAT32 and len(bad) > TIED * len(ok)
+    again = _next_search(lists.k, db.shape[0], products, tied=tied)
     logger.info("%s k-NN: %d of %d lists certified, %d searched again in %s", products.name,
                 len(ok) - len(bad), len(ok), len(bad), again[2])
     if len(bad):
@@ -222,8 +223,10 @@ def _next_search(kc: int, m: int, products: Products, tied: bool = False) -> tup
     """``(products, candidates, name)`` of the search of lists a certificate rejected: the
     same products with ``WIDE_CANDIDATES`` (most fail for want of candidates), then float32
     products (their default candidates: ``None``), then float64 (``products None``).
-    ``tied`` (most lists rejected: rows that repeat, or nearly, tie them all, which no
-    wider or finer product search settles): float64 at once."""
+    ``tied`` (float32 products rejected most lists: rows that repeat, or nearly, tie
+    them below float32 resolution, which more candidates rarely settle): float64 at once.
+    (bfloat16 rejecting every list is no sign of ties: near-ties at its resolution are
+    settled by float32 products.)"""
     if tied:
         return None, None, "float64 (most lists tie)"
     if kc < WIDE_CANDIDATES < m:

@@ -161,3 +161,31 @@ def test_cli_cluster_local_2_writes_the_tsv_mine_writes(tmp_path, capsys):
     one = (tmp_path / "one.tsv").read_bytes()
     assert one.count(b"\n") > 1000 and (tmp_path / "c.tsv").read_bytes() == one
     assert b"s1.txt:1\t" in one or b"\ts1.txt:" in one  # ids name the gzip file and line
+
+
+def test_ray_mining_of_repeated_lines_equals_mine_files(tmp_path):
+    """Each distinct sentence is encoded and searched once on the cluster too, and pairs
+    name the first line of each text, as mine_files' do (issue 48)."""
+    ray = pytest.importorskip("ray", reason="ray not installed: pip install 'disembed[ray]'")
+    from disembed.mining import mine_files
+    from disembed.mining.distributed import mine_distributed
+
+    src = [f"Satz {i % 23}" for i in range(70)] + ["Menü"] * 30
+    tgt = [f"Satz {i % 31}" for i in range(10, 90)] + ["Menü"] * 20
+    (tmp_path / "s.txt").write_text("\n".join(src) + "\n", encoding="utf-8")
+    (tmp_path / "t.txt").write_text("\n".join(tgt) + "\n", encoding="utf-8")
+    cfg = MineConfig(k=4)
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        mined, _, _ = mine_distributed(tmp_path / "s.txt", tmp_path / "t.txt", "hash:32",
+                                       run_dir=tmp_path / "run", config=cfg, shard_rows=10,
+                                       cache_dir=str(tmp_path / "cache"))
+    finally:
+        ray.shutdown()
+    assert len(list((tmp_path / "run").glob("src-*.npy"))) == 3  # 24 distinct, not 100 lines
+    local = mine_files(tmp_path / "s.txt", tmp_path / "t.txt", HashEncoder(dim=32),
+                       tmp_path / "m.tsv", run_dir=tmp_path / "local", config=cfg)
+    np.testing.assert_allclose(mined.score, local.score, rtol=1e-5)
+    assert set(zip(mined.src.tolist(), mined.tgt.tolist(), strict=True)) == set(
+        zip(local.src.tolist(), local.tgt.tolist(), strict=True))
+    assert all(src.index(src[i]) == i for i in mined.src)  # first lines

@@ -56,6 +56,7 @@ from ..saved_model import SavedModel
 from ..util.files import sha256_file
 from ..util.locks import folder_lock
 from .collection import Collection, _parse
+from .embed import collection_distinct
 from .inputs import gather_inputs
 from .mine import MineConfig, Mined, open_collection
 from .shard_search import (  # noqa: F401  (knn_pair, merge_lists: the tasks' public names)
@@ -162,7 +163,8 @@ def _shard_key(col: Collection, encoder: dict, model_dir, language, shard_rows: 
     h.update(json.dumps([col.fingerprint(), encoder["spec"], encoder.get("options", {}),
                          encoder.get("cache_dtype"), model,
                          # untagged: routed by script (a shard from before that is not reused)
-                         language or ("script" if model_dir else None), shard_rows],
+                         language or ("script" if model_dir else None), shard_rows]
+                        + ["distinct"],  # shards of every line (before issue 48): not reused
                         sort_keys=True, default=str).encode())
     return h.hexdigest()
 
@@ -199,20 +201,25 @@ def mine_distributed(src, tgt, encoder_spec: str, *, run_dir: str | Path,
     t0 = time.perf_counter()
     with folder_lock(run_dir), job_bar() as bar:
         job = ShardJob(executor, run_dir, bar)
-        cols, paths = [], []
+        cols, paths, firsts = [], [], []
         for side, spec, lang in (("src", src, normalize_tag(src_lang)),
                                  ("tgt", tgt, normalize_tag(tgt_lang))):
             col = open_collection(*gather_inputs(spec, run_dir, side, format, skip_bad), skip_bad,
                                   "source" if side == "src" else "target")
+            # each distinct sentence is encoded and searched once (its first line's offset)
+            firsts.append(collection_distinct(col).first)
+            offsets = col.offsets[firsts[-1]]
             key = _shard_key(col, encoder, model_dir, lang, shard_rows)
-            calls = [(str(col.path), col.format, col.offsets[a:b], encoder,
+            calls = [(str(col.path), col.format, offsets[a:b], encoder,
                       str(run_dir / f"{side}-{key}-{i:05d}.npy"), model_dir, lang, batch_size)
-                     for i, (a, b) in enumerate(shard_ranges(len(col), shard_rows))]
+                     for i, (a, b) in enumerate(shard_ranges(len(offsets), shard_rows))]
             cols.append(col)
             paths.append(job.run(encode_shard, calls))
         embed_s = time.perf_counter() - t0
-        mined = _search_and_score(job, tuple(paths), len(cols[0]), len(cols[1]), shard_rows,
-                                  cfg, t0, {"embed": embed_s})
+        mined = _search_and_score(job, tuple(paths), len(firsts[0]), len(firsts[1]),
+                                  shard_rows, cfg, t0, {"embed": embed_s})
+    # pairs name the first line of each text, as mine_files' do
+    mined.src, mined.tgt = firsts[0][mined.src], firsts[1][mined.tgt]
     return mined, cols[0], cols[1]
 
 

@@ -25,6 +25,7 @@ from numpy.lib.format import open_memmap
 from ..encoders import Encoder
 from ..progress import progress_bar
 from ..retrieval.knn import normalize_rows
+from ..util.dedup import Distinct, distinct
 from ..util.files import atomic_write_bytes, preallocate
 from .collection import Collection
 
@@ -71,6 +72,49 @@ def embed_collection(collection: Collection, encoder: Encoder, path: str | Path,
     if done == n and not path.exists():  # empty collection
         _open(path, 0, encoder.dim, fresh=True)
     return np.load(path, mmap_mode="r")
+
+
+class _DistinctRows:
+    """The distinct sentences of a collection, read as a collection of their own (what
+    :func:`embed_collection` reads: length, path, fingerprint and chunks)."""
+
+    def __init__(self, collection: Collection, rows: Distinct) -> None:
+        self.path = collection.path
+        self._collection, self._texts = collection, rows.texts
+
+    def __len__(self) -> int:
+        return len(self._texts)
+
+    def fingerprint(self) -> dict:
+        # rows: the distinct count (a run folder of every line is embedded again, not resumed)
+        return {**self._collection.fingerprint(), "rows": len(self._texts), "distinct": True}
+
+    def chunks(self, size: int, start: int = 0):
+        for r0 in range(start, len(self._texts), size):
+            yield r0, self._texts[r0 : r0 + size]
+
+
+def collection_distinct(collection: Collection, chunk: int = 16384) -> Distinct:
+    """The distinct sentences of ``collection`` (:func:`~disembed.util.dedup.distinct`: one
+    dict entry per distinct sentence, read ``chunk`` rows at a time)."""
+    return distinct(text for _, texts in collection.chunks(chunk) for text in texts)
+
+
+def embed_distinct(collection: Collection, encoder: Encoder, path: str | Path, *,
+                   transform: Transform | None = None, view: str = "raw", chunk: int = 16384,
+                   batch_size: int = 64) -> tuple[np.memmap, Distinct]:
+    """:func:`embed_collection` of each distinct sentence once: ``(u, d)`` rows in order of
+    first appearance, and the :class:`~disembed.util.dedup.Distinct` that maps them back to
+    the collection's rows (``rows.inverse``) and to each text's first row (``rows.first``).
+    Crawl-shaped input (boilerplate repeated thousands of times) is encoded, stored and
+    searched once per distinct line."""
+    rows = collection_distinct(collection, chunk)
+    if rows.duplicates:
+        logger.info("%s: %d of %d lines repeat an earlier one; embedding %d distinct lines",
+                    collection.path, rows.duplicates, len(collection), len(rows.texts))
+    mat = embed_collection(_DistinctRows(collection, rows), encoder, path, transform=transform,
+                           view=view, chunk=chunk, batch_size=batch_size)
+    return mat, rows
 
 
 def _open(path: Path, n: int, d: int, fresh: bool) -> np.memmap:

@@ -6,8 +6,11 @@ through a disentangler's meaning view, searches k-NN in both directions
 (:mod:`.search`), scores candidates with a margin (:mod:`.margin`), keeps those
 above a threshold and/or the top N, and writes a TSV
 ``score  src  tgt  src_id  tgt_id``, best first, one line per distinct sentence
-pair, atomically. Memory: the two ``(n, d)`` matrices stay on disk; in memory are
-one search block, the k-NN lists ``(n + m, k)`` and the candidate arrays.
+pair, atomically. Each distinct sentence of a side is embedded and searched once
+(:func:`.embed.embed_distinct`): a line repeated a thousand times is one candidate, and a
+mined pair names the first line of each of its texts. Memory: the two ``(n, d)``
+matrices stay on disk; in memory are one search block, the k-NN lists ``(n + m, k)``,
+the candidate arrays and one dict entry per distinct sentence.
 """
 
 from __future__ import annotations
@@ -28,10 +31,12 @@ from ..exceptions import ConfigError, DataError
 from ..methods.text_path import meaning_of_texts
 from ..retrieval.margin import MARGINS, MODES, Margin, Mode, candidates, check_choice, select
 from ..retrieval.search import check_backend, search, search_both_using
+from ..util.dedup import Distinct
 from ..util.files import atomic_write_bytes
 from ..util.locks import folder_lock
 from .collection import Collection, Format
-from .embed import embed_collection
+from .distinct_search import line_matches
+from .embed import embed_distinct
 from .inputs import gather_inputs
 
 logger = logging.getLogger(__name__)
@@ -83,7 +88,8 @@ class MineConfig:
 
 @dataclass
 class Mined:
-    """Mined pairs (best first): ``score (p,)``, ``src (p,)``, ``tgt (p,)`` row indices.
+    """Mined pairs (best first): ``score (p,)``, ``src (p,)``, ``tgt (p,)`` row indices
+    (from :func:`mine_files`: the first row holding each text).
     ``k``: the neighbours used (the asked ``k`` clamped to the smaller side); ``written``:
     the lines :func:`mine_files` wrote (repeated sentence pairs dropped), ``None`` before."""
 
@@ -171,14 +177,14 @@ def mine_files(src: str | Path | Sequence[str | Path], tgt: str | Path | Sequenc
                             role) for side, name, role in ((src, "src", "source"),
                                                            (tgt, "tgt", "target"))]
     with folder_lock(run_dir):  # one writer per run folder (a second run waits)
-        mats = _embed_both(cols, ("src", "tgt"), (src_lang, tgt_lang), encoder, Path(run_dir),
-                           model, chunk=cfg.chunk, batch_size=batch_size)
+        mats, rows = _embed_both(cols, ("src", "tgt"), (src_lang, tgt_lang), encoder,
+                                 Path(run_dir), model, chunk=cfg.chunk, batch_size=batch_size)
         if center == "corpus":
-            mats = [np.asarray(m, np.float32) - np.asarray(m, np.float32).mean(axis=0)
-                    for m in mats]
+            mats = [_centred(m, r) for m, r in zip(mats, rows, strict=True)]
             logger.info("centred each file by its own mean (transductive, --center corpus)")
         embed_s = time.perf_counter() - t0
-        mined = mine_embeddings(mats[0], mats[1], cfg)
+        mined = mine_embeddings(mats[0], mats[1], cfg)  # over distinct sentences
+        mined.src, mined.tgt = rows[0].first[mined.src], rows[1].first[mined.tgt]
         mined.seconds["embed"] = embed_s
         kept = mined.written = write_pairs(out, mined, cols[0], cols[1])
     logger.info("mined %d pairs (%d after text dedup) from %d x %d sentences -> %s", len(mined),
@@ -197,19 +203,33 @@ def open_collection(path: str | Path, format: Format, skip_bad: bool, role: str
     return col
 
 
+def _centred(mat: np.ndarray, rows: Distinct) -> np.ndarray:
+    """Distinct rows minus the mean of every line (a repeated line counts as often as it
+    occurs, as it did before the rows were de-duplicated)."""
+    mat = np.asarray(mat, np.float32)
+    counts = np.bincount(rows.inverse, minlength=len(mat)).astype(np.float64)
+    return (mat - (counts @ mat) / counts.sum()).astype(np.float32)
+
+
 def _embed_both(cols: list[Collection], names: tuple[str, str], langs: tuple, encoder: Encoder,
-                run_dir: Path, model, *, chunk: int, batch_size: int) -> list[np.ndarray]:
-    """Both collections embedded into ``run_dir/<name>.npy`` (raw, or ``model``'s meaning)."""
-    mats = []
+                run_dir: Path, model, *, chunk: int, batch_size: int
+                ) -> tuple[list[np.ndarray], list[Distinct]]:
+    """Each collection's distinct sentences embedded once into ``run_dir/<name>.npy`` (raw,
+    or ``model``'s meaning), and the :class:`~disembed.util.dedup.Distinct` mapping them
+    back to the collection's rows."""
+    mats, rows = [], []
     for col, name, lang in zip(cols, names, langs, strict=True):
         # untagged: "script" (routed by each text's script since the script prior; a run
         # folder from before it is embedded again, not resumed)
         view = f"meaning:{_model_key(model)}:{lang or 'script'}" if model is not None \
             else "raw"
         transform = meaning_transform(model, lang) if model is not None else None
-        mats.append(embed_collection(col, encoder, run_dir / f"{name}.npy", transform=transform,
-                                     view=view, chunk=chunk, batch_size=batch_size))
-    return mats
+        mat, distinct_rows = embed_distinct(col, encoder, run_dir / f"{name}.npy",
+                                            transform=transform, view=view, chunk=chunk,
+                                            batch_size=batch_size)
+        mats.append(mat)
+        rows.append(distinct_rows)
+    return mats, rows
 
 
 def _model_key(model) -> str:
@@ -273,13 +293,17 @@ def _search_cols(cols: list[Collection], encoder: Encoder, out: str | Path, *, r
                  k: int, backend: str, model, langs: tuple, chunk: int, batch_size: int,
                  names: tuple, backend_options: dict) -> Searched:
     database = names[1]
-    mats = _embed_both(cols, ("queries", "database"), langs, encoder, run_dir, model,
-                       chunk=chunk, batch_size=batch_size)
+    mats, rows = _embed_both(cols, ("queries", "database"), langs, encoder, run_dir, model,
+                             chunk=chunk, batch_size=batch_size)
     if k > len(cols[1]):
         logger.warning("k=%d but the database %s has %d sentences: every query gets all %d",
                        k, database, len(cols[1]), len(cols[1]))
-    D, I = search(mats[0], mats[1], min(k, len(cols[1])), backend,  # noqa: E741
+    k = min(k, len(cols[1]))
+    # each distinct query against each distinct database sentence, once; then line by line
+    D, I = search(mats[0], mats[1], min(k, len(mats[1])), backend,  # noqa: E741
                   **backend_options)
+    D, I = line_matches(D, I, rows[1], k)  # noqa: E741
+    D, I = rows[0].expand(D), rows[0].expand(I)  # noqa: E741
     lines = ["query_id\trank\tscore\tmatch_id\tquery\tmatch\n"]
     for q0 in range(0, len(D), 4096):
         q_rows = cols[0].rows(range(q0, min(q0 + 4096, len(D))))

@@ -50,6 +50,8 @@ PRECISIONS = ("auto", "float32", "bfloat16")
 PRODUCTS = {"float32": FLOAT32, "bfloat16": BFLOAT16}
 #: candidates of the second bfloat16 search of lists the first could not certify
 WIDE_CANDIDATES = 64
+#: more than this share of a float32 search's lists rejected: ties, searched in float64 at once
+TIED = 0.5
 
 
 def normalize_rows(X: np.ndarray) -> np.ndarray:
@@ -200,7 +202,8 @@ def _exact_from_candidates(lists: TopKLists, q, db, k, stats, opt, products: Pro
         D, I, ok = exact_lists(lists.values, lists.indices, m, q, db, k, a,  # noqa: E741
                                products.ulp, configure_threads().threads)
     bad = np.flatnonzero(~ok)
-    again = _next_search(lists.k, db.shape[0], products)
+    tied = products is FLOAT32 and len(bad) > TIED * len(ok)
+    again = _next_search(lists.k, db.shape[0], products, tied=tied)
     logger.info("%s k-NN: %d of %d lists certified, %d searched again in %s", products.name,
                 len(ok) - len(bad), len(ok), len(bad), again[2])
     if len(bad):
@@ -208,7 +211,8 @@ def _exact_from_candidates(lists: TopKLists, q, db, k, stats, opt, products: Pro
             q_bad = np.asarray(q[bad])
             products, kc = again[:2]
             if products is None:
-                D[bad], I[bad] = float64_knn(q_bad, db, k)
+                D[bad], I[bad] = float64_knn(q_bad, db, k, block=opt.block_cols,
+                                             cells=opt.block_rows * opt.block_cols // 4)
             else:
                 kc = kc or opt.widened(k, products.name)
                 D[bad], I[bad] = _certified_search(q_bad, db, k, opt, False,
@@ -216,10 +220,16 @@ def _exact_from_candidates(lists: TopKLists, q, db, k, stats, opt, products: Pro
     return D, I
 
 
-def _next_search(kc: int, m: int, products: Products) -> tuple:
+def _next_search(kc: int, m: int, products: Products, tied: bool = False) -> tuple:
     """``(products, candidates, name)`` of the search of lists a certificate rejected: the
     same products with ``WIDE_CANDIDATES`` (most fail for want of candidates), then float32
-    products (their default candidates: ``None``), then float64 (``products None``)."""
+    products (their default candidates: ``None``), then float64 (``products None``).
+    ``tied`` (float32 products rejected most lists: rows that repeat, or nearly, tie
+    them below float32 resolution, which more candidates rarely settle): float64 at once.
+    (bfloat16 rejecting every list is no sign of ties: near-ties at its resolution are
+    settled by float32 products.)"""
+    if tied:
+        return None, None, "float64 (most lists tie)"
     if kc < WIDE_CANDIDATES < m:
         return products, WIDE_CANDIDATES, f"{products.name} with {WIDE_CANDIDATES} candidates"
     if products is BFLOAT16:
@@ -227,21 +237,73 @@ def _next_search(kc: int, m: int, products: Products) -> tuple:
     return None, None, "float64"
 
 
-def float64_knn(queries: np.ndarray, database: np.ndarray, k: int, block: int = 65536
-                ) -> tuple[np.ndarray, np.ndarray]:
+#: float64 products held at once by :func:`float64_knn` (queries x database rows): 32 MB;
+#: the search's fallback holds a quarter of its scan block (float64 and the selection's
+#: copies: about the bytes of one float32 scan block)
+FLOAT64_CELLS = 1 << 22
+
+
+def float64_knn(queries: np.ndarray, database: np.ndarray, k: int, block: int = 8192,
+                cells: int = FLOAT64_CELLS) -> tuple[np.ndarray, np.ndarray]:
     """Top-``k`` by float64 products rounded to float32 (equal ones: lower index), database
-    read in blocks; for the few lists no certificate settles (long runs of exact ties)."""
-    q = np.asarray(queries, dtype=np.float64)
-    best_v = np.full((len(q), 0), -np.inf, dtype=np.float32)
-    best_i = np.zeros((len(q), 0), dtype=np.int64)
-    for s in range(0, database.shape[0], block):
-        rows = np.asarray(database[s : s + block], dtype=np.float64)
-        v = np.concatenate([best_v, (q @ rows.T).astype(np.float32)], axis=1)
-        new_i = np.broadcast_to(np.arange(s, s + len(rows)), (len(q), len(rows)))
-        i = np.concatenate([best_i, new_i], axis=1)
-        order = np.lexsort((i, -v), axis=1)[:, :k]
-        best_v, best_i = np.take_along_axis(v, order, 1), np.take_along_axis(i, order, 1)
+    read in blocks of ``block`` rows; for the lists no certificate settles (long runs of
+    exact ties: duplicated lines tie every list at once).
+
+    Memory is bounded by the block, not by the number of queries: the queries of each
+    database block are taken ``cells // block`` at a time, so at most ``cells`` products
+    (and their selection's copies) exist at once, however many lists fall back. The
+    selection reads each block once (:func:`_merge_block`: a partition for the k-th value,
+    ties at it by index), never a full sort."""
+    n, m = len(queries), database.shape[0]
+    block = max(1, min(block, m))
+    group = max(1, cells // block)
+    best_v, best_i = _first_rows(queries, database, k, group)
+    for s in range(k, m, block):
+        rows_t = np.asarray(database[s : s + block], dtype=np.float64).T  # (d, b)
+        for q0 in range(0, n, group):
+            q = np.asarray(queries[q0 : q0 + group], dtype=np.float64)
+            v = (q @ rows_t).astype(np.float32)
+            # a row of this block enters a full list only above its k-th score: equal
+            # ones lose the tie to the lower indices already kept
+            enter = q0 + np.flatnonzero((v > best_v[q0 : q0 + group, k - 1 :]).any(axis=1))
+            if len(enter):
+                best_v[enter], best_i[enter] = _merge_block(best_v[enter], best_i[enter],
+                                                            v[enter - q0], s, k)
     return best_v, best_i
+
+
+def _first_rows(queries: np.ndarray, database: np.ndarray, k: int, group: int
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """The lists of the first ``k`` database rows, sorted (score descending, then index)."""
+    first_t = np.asarray(database[:k], dtype=np.float64).T  # (d, k)
+    best_v = np.empty((len(queries), k), np.float32)
+    best_i = np.empty((len(queries), k), np.int64)
+    for q0 in range(0, len(queries), group):
+        v = (np.asarray(queries[q0 : q0 + group], dtype=np.float64) @ first_t).astype(np.float32)
+        order = np.lexsort((np.broadcast_to(np.arange(k), v.shape), -v), axis=1)
+        best_v[q0 : q0 + len(v)], best_i[q0 : q0 + len(v)] = np.take_along_axis(v, order, 1), order
+    return best_v, best_i
+
+
+def _merge_block(best_v: np.ndarray, best_i: np.ndarray, v: np.ndarray, s: int, k: int
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """The ``k`` best of running lists ``best (g, k')`` (sorted: score descending, then
+    index; every index below ``s``) and a block's scores ``v (g, b)`` of rows ``s..s+b``.
+    Laid side by side, column order is index order among equal scores, so the ``k`` kept
+    are: every score above the k-th largest, then the leftmost ones equal to it."""
+    c = np.concatenate([best_v, v], axis=1)  # (g, k' + b)
+    kth = -np.partition(-c, k - 1, axis=1)[:, k - 1 : k]
+    above = c > kth
+    at = c == kth
+    room = k - above.sum(axis=1, keepdims=True)
+    keep = above | (at & (np.cumsum(at, axis=1, dtype=np.int32) <= room))
+    cols = np.nonzero(keep)[1].reshape(len(c), k)  # row-major: k per row, columns ascending
+    vals = np.take_along_axis(c, cols, 1)
+    kb = best_i.shape[1]
+    idx = np.where(cols < kb, np.take_along_axis(best_i, np.minimum(cols, max(kb - 1, 0)), 1)
+                   if kb else 0, s + cols - kb)
+    order = np.lexsort((idx, -vals), axis=1)
+    return np.take_along_axis(vals, order, 1), np.take_along_axis(idx, order, 1)
 
 
 def rescore(queries: np.ndarray, database: np.ndarray, candidates: np.ndarray, k: int

@@ -172,7 +172,7 @@ def _take_blocks(x: np.ndarray, chunk: torch.Tensor, fwd: TopKLists, bwd: TopKLi
         with stage("copies"):
             xb = as_tensor(x, r0, r0 + blocks.rows, dtype)  # (r, d)
         r, rp = len(xb), _pad(len(xb), g)
-        hits: list = []  # the column lists' entries from this row block, merged at its end
+        hits: list = []  # the column lists' entries from this row block, merged in batches
         for c0 in range(0, len(chunk), blocks.cols):
             yb = chunk[c0 : c0 + blocks.cols]  # (c, d)
             c, cp = len(yb), _pad(len(yb), g)
@@ -184,10 +184,22 @@ def _take_blocks(x: np.ndarray, chunk: torch.Tensor, fwd: TopKLists, bwd: TopKLi
             with stage("selection"):
                 update_both(sims, r, c, fwd, r0, bwd, s0 + c0, g, first_list=c0,
                             column_hits=hits)
-        if hits:
-            with stage("selection"):
-                bwd.merge_sparse(*(torch.cat(part) for part in zip(*hits, strict=True)))
+                _merge_hits(bwd, hits, rows_pad * cols_pad)
+        _merge_hits(bwd, hits, 1)
         queue.done(r)
+
+
+def _merge_hits(bwd: TopKLists | None, hits: list, at_least: int) -> None:
+    """Merge the column lists' pending entries once there are ``at_least`` of them (then
+    empties ``hits``). Merged at the end of each row block alone, ties (duplicated rows:
+    every entry passes a column list's screen) held a row block's entries against the
+    whole chunk at once, ``rows x 1M`` (issue 48: BUCC's language parts, tens of GB);
+    merged once a block's worth is pending, memory stays bounded by the block. Each
+    column block touches its own column lists, so any batching keeps their order."""
+    if not hits or sum(len(part[0]) for part in hits) < at_least:
+        return
+    bwd.merge_sparse(*(torch.cat(part) for part in zip(*hits, strict=True)))
+    hits.clear()
 
 
 def balanced_rows(n: int, rows: int, workers: int, group: int) -> int:

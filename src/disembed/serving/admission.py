@@ -65,14 +65,14 @@ class Admission:
         return max(1, math.ceil(self.seconds))
 
 
-def add_admission(app, admission: Admission, paths: tuple[str, ...], refuse,
-                  limits: Limits) -> None:
+def add_admission(app, admission: Admission, reads: BodyReads, paths: tuple[str, ...],
+                  refuse, limits: Limits) -> None:
     """Keep at most ``admission.limit`` requests to ``paths`` in flight, each admitted only
     once its body has arrived (a plain ASGI middleware: no per-request task or stream of its
     own); ``refuse(path, status, message, headers)`` builds an error response in its
     route's shape (408, 413 or 429)."""
-    app.add_middleware(_Admit, admission=admission, paths=frozenset(paths), refuse=refuse,
-                       limits=limits)
+    app.add_middleware(_Admit, admission=admission, reads=reads, paths=frozenset(paths),
+                       refuse=refuse, limits=limits)
 
 
 class _Admit:
@@ -80,10 +80,10 @@ class _Admit:
     address, each within the size and time limits), then a slot, then the route, which
     gets the buffered body."""
 
-    def __init__(self, app, admission: Admission, paths: frozenset, refuse,
+    def __init__(self, app, admission: Admission, reads: BodyReads, paths: frozenset, refuse,
                  limits: Limits) -> None:
         self.app, self.admission, self.paths, self.refuse = app, admission, paths, refuse
-        self.limits, self.reads = limits, BodyReads(limits.max_client_body_reads)
+        self.limits, self.reads = limits, reads
 
     async def __call__(self, scope, receive, send) -> None:
         path = scope.get("path")

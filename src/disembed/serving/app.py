@@ -61,6 +61,7 @@ from ..exceptions import ConfigError, require
 from ..version import __version__
 from .admission import Admission, add_admission
 from .batching import MicroBatcher
+from .intake import BodyReads
 from .metrics import ServiceMetrics
 from .requests import Limits
 from .responses import TEI_PATHS, check_writer, error_body
@@ -265,11 +266,12 @@ def create_app(service: EmbeddingService, *, limits: Limits | None = None,
     app.state.metrics, app.state.options = metrics, options
     app.state.admission, app.state.tokens = admission, counter
     app.state.started = int(time.time())
+    app.state.body_reads = BodyReads(limits.max_client_body_reads)
     from .routes import add_routes  # fastapi comes with the [serve] extra
 
     _add_error_handlers(app)
     add_routes(app)
-    add_admission(app, admission, VECTOR_PATHS, _refuse, limits)
+    add_admission(app, admission, app.state.body_reads, VECTOR_PATHS, _refuse, limits)
     _add_middleware(app, options, metrics)
     return app
 

@@ -151,7 +151,9 @@ async def info(request: Request) -> dict:
                          "encode_seconds": round(s.encode_seconds, 6)},
             "admission": {"in_flight": state.admission.active,
                           "peak": state.admission.peak,
-                          "rejected": state.admission.rejected},
+                          "rejected": state.admission.rejected,
+                          "bodies_arriving": sum(state.body_reads.reading.values()),
+                          "bodies_refused": state.body_reads.refused},
             "token_unit": state.tokens.unit,
             "threads": threads.to_dict() if threads else None}
 

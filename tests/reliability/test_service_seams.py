@@ -19,7 +19,8 @@ httpx = pytest.importorskip("httpx")
 
 from disembed.encoders import HashEncoder  # noqa: E402
 from disembed.methods import make_method  # noqa: E402
-from disembed.serving.app import BackgroundServer, ServeOptions, create_app, read_json  # noqa: E402
+from disembed.serving.app import BackgroundServer, ServeOptions, create_app  # noqa: E402
+from disembed.serving.intake import read_json  # noqa: E402
 from disembed.serving.requests import Limits  # noqa: E402
 from disembed.serving.service import EmbeddingService, ServiceError  # noqa: E402
 
@@ -177,7 +178,7 @@ def test_a_model_named_like_a_view_serves_its_meaning_under_its_name(name, caplo
     with BackgroundServer(app) as url:
         def vector(model_id):
             r = httpx.post(url + E, json={"input": "hallo", "model": model_id,
-                                          "language": "de"}, timeout=30)
+                                          "language": "de", "normalize": False}, timeout=30)
             assert r.status_code == 200, r.text
             return np.array(r.json()["data"][0]["embedding"])
 

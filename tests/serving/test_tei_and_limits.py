@@ -74,8 +74,11 @@ def test_embed_speaks_tei(serve):
                                atol=1e-6)  # normalize: true by default, as TEI
     raw = np.array(post(url, "/embed", {"inputs": texts, "normalize": False,
                                         "language": "de"}).json())
-    openai = post(url, "/v1/embeddings", {"input": texts, "language": "de"}).json()
+    openai = post(url, "/v1/embeddings", {"input": texts, "language": "de",
+                                          "normalize": False}).json()
     np.testing.assert_allclose(raw, [d["embedding"] for d in openai["data"]], atol=1e-6)
+    unit = post(url, "/v1/embeddings", {"input": texts, "language": "de"}).json()
+    np.testing.assert_allclose(vectors, [d["embedding"] for d in unit["data"]], atol=1e-6)
     one = post(url, "/embed", {"inputs": "hallo welt", "language": "de"}).json()
     assert np.array(one).shape == (1, 16)
     assert np.array(post(url, "/", {"inputs": texts, "language": "de"}).json()).shape == (2, 16)
@@ -120,7 +123,8 @@ def test_truncate_cuts_to_the_limit_and_without_it_a_long_text_is_refused(serve)
                                          "language": "de"}).json())
     want = service.model.meaning(HashEncoder(16).encode(["eins zwei drei"]), "de")
     np.testing.assert_allclose(cut, want, atol=1e-6)
-    openai = post(url, "/v1/embeddings", {"input": long, "truncate": True, "language": "de"})
+    openai = post(url, "/v1/embeddings", {"input": long, "truncate": True, "language": "de",
+                                          "normalize": False})
     np.testing.assert_allclose([openai.json()["data"][0]["embedding"]], want, atol=1e-6)
     assert openai.json()["usage"]["prompt_tokens"] == 3
 

@@ -28,6 +28,7 @@ from ..serving.app import (
     ServeOptions,
     api_key_from_env,
     bind,
+    check_api_key,
     create_app,
     run_server,
     warn_if_exposed,
@@ -122,7 +123,7 @@ def add_parser(verbs) -> None:
 
 def handle(args: argparse.Namespace) -> int:
     os.environ["DISEMBED_PROGRESS"] = "0"  # a service never draws bars: its log is for lines
-    api_key = args.api_key or api_key_from_env()
+    api_key = check_api_key(args.api_key or None) or api_key_from_env()  # before the load
     sock = bind(args.host, args.port)  # a port in use: an error now, not after the load
     warn_if_exposed(args.host, api_key)
     leave_torch_to_workers()  # before the load: only the encode workers start OpenMP teams

@@ -5,7 +5,9 @@
                         ``model`` = a served model id (``NAME`` = the meaning part,
                         ``NAME:language``, ``NAME:raw``; the bare view names are accepted),
                         ``encoding_format`` (``float`` or ``base64``: little-endian float32),
-                        plus ``language`` (a code, or one per input) for methods that use it
+                        plus ``language`` (a code, or one per input) for methods that use it,
+                        ``normalize`` (default true: unit vectors, as OpenAI's; false: the
+                        view as the model computes it)
 ``POST /v1/similarity`` ``{"pairs": [[a, b], ...], "languages": [la, lb]}`` -> cosine of the
                         meaning parts of each pair
 ``POST /v1/qe``         ``{"pairs": [[source, mt], ...], "languages": [src, tgt]}`` -> the
@@ -16,19 +18,25 @@
 ``GET /info``           model, recipe, parameters, encoder identity, views, limits, batching,
                         threads, with TEI's field names for its limits
 ``GET /metrics``        Prometheus metrics (:mod:`.metrics`)
-``GET /health``         ``{"status": "ok"}`` and nothing else, as TEI (never needs a key)
+``GET /health``         ``{"status": "ok"}`` and nothing else, as TEI (never needs a key; also
+                        ``HEAD``)
 ======================  ====================================================================
 
-Limits, as TEI has them: at most ``max_concurrent_requests`` embedding requests in flight
-(beyond, 429 with ``Retry-After``: :mod:`.admission`); batches of at most ``max_batch``
-texts and ``max_batch_tokens`` tokens (:mod:`.batching`); texts of at most
-``max_input_tokens`` tokens, cut to fit when a request says ``truncate`` (or the server
+The routes are module-level functions of the request (:mod:`.routes`, :mod:`.tei`); this
+module builds the app, its middleware and its error handlers, and runs the server.
+
+Limits, as TEI has them: at most ``max_concurrent_requests`` embedding requests in flight,
+each admitted once its body has arrived (beyond, 429 with ``Retry-After``:
+:mod:`.admission`; bodies are read within the limits of :mod:`.intake`); batches of at
+most ``max_batch`` texts and ``max_batch_tokens`` tokens (:mod:`.batching`); texts of at
+most ``max_input_tokens`` tokens, cut to fit when a request says ``truncate`` (or the server
 ``auto_truncate``), else refused (:mod:`.tokens`).
 
 Errors are JSON in OpenAI's shape ``{"error": {"message", "type", "param", "code"}}``:
 400 for malformed input, 401 without the API key (when one is set), 404 for a model not
 served here, 413 over the size limits, 503 with the reason when the service's own
-resources fail (e.g. a read-only embedding cache). Concurrent requests are micro-batched
+resources fail (e.g. a read-only embedding cache); a client that leaves before it is
+answered is counted as 499, with no traceback. Concurrent requests are micro-batched
 (:mod:`.batching`) into one encoder call on a worker thread. ``usage`` counts
 whitespace-separated words (the encoders' tokenizers differ). Every request is logged as
 one JSON line on the ``disembed.serving.access`` logger; nothing draws progress bars.
@@ -37,7 +45,6 @@ one JSON line on the ``disembed.serving.access`` logger; nothing draws progress 
 # no ``from __future__ import annotations``: FastAPI reads the handlers' annotations
 # (``fastapi.Request``) at definition time, and fastapi is imported lazily in create_app.
 import asyncio
-import base64
 import contextlib
 import errno
 import hmac
@@ -48,22 +55,18 @@ import os
 import socket
 import threading
 import time
-from dataclasses import asdict, dataclass, field, replace
-from typing import Any
-
-import numpy as np
+from dataclasses import dataclass, field, replace
 
 from ..exceptions import ConfigError, require
-from ..hardware import current_settings
 from ..version import __version__
 from .admission import Admission, add_admission
 from .batching import MicroBatcher
+from .intake import BodyReads
 from .metrics import ServiceMetrics
-from .requests import Limits, parse_embeddings, parse_pairs
-from .responses import check_writer, finite_float32, json_response, vector_floats
+from .requests import Limits
+from .responses import TEI_PATHS, check_writer, error_body
 from .service import EmbeddingService, ServiceError
-from .tei import TEI_PATHS, add_tei_routes, tei_body
-from .tokens import TokenCounter, encode_within_limits
+from .tokens import TokenCounter
 
 logger = logging.getLogger(__name__)
 access_logger = logging.getLogger("disembed.serving.access")
@@ -72,6 +75,9 @@ access_logger = logging.getLogger("disembed.serving.access")
 API_KEY_ENV = "DISEMBED_API_KEY"
 #: paths that answer without the API key (load balancers probe them)
 OPEN_PATHS = ("/health",)
+#: the status counted (metrics, access log) when a client leaves before it is answered
+#: (nginx's "client closed request"; never sent: nobody is there)
+CLIENT_GONE = 499
 #: the routes that embed (the concurrency limit counts requests to these)
 VECTOR_PATHS = ("/v1/embeddings", "/v1/similarity", "/v1/qe", *TEI_PATHS)
 
@@ -91,81 +97,43 @@ class ServeOptions:
     auto_truncate: bool = False
     encode_workers: int = 1  # batches encoded at once (MicroBatcher's workers)
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "api_key", check_api_key(self.api_key))
+
+
+def check_api_key(key: str | None) -> str | None:
+    """``key`` as clients send it: surrounding whitespace (a trailing newline from ``$(cat
+    keyfile)``, say) is stripped with a warning, since a header value never carries it; a
+    key HTTP cannot carry (a character beyond Latin-1) or a blank one raises
+    :class:`~disembed.exceptions.ConfigError`. ``None`` stays ``None`` (no key)."""
+    if key is None:
+        return None
+    stripped = key.strip()
+    if not stripped:
+        raise ConfigError("the API key is empty or whitespace only; give a key of visible "
+                          f"characters (--api-key or ${API_KEY_ENV}), or none to serve "
+                          "without one")
+    if stripped != key:
+        logger.warning("the API key had %d whitespace character(s) around it (a trailing "
+                       "newline?); they were stripped: clients send the key without them",
+                       len(key) - len(stripped))
+    bad = next((i for i, ch in enumerate(stripped) if ord(ch) > 0xFF or ord(ch) < 0x20
+                or ch == "\x7f"), None)
+    if bad is not None:
+        raise ConfigError(f"the API key holds U+{ord(stripped[bad]):04X} at character {bad}: "
+                          "an HTTP header carries only Latin-1 text without control "
+                          "characters, so no client could send this key; choose a key of "
+                          "ASCII letters, digits and punctuation")
+    return stripped
+
 
 def _error(status: int, message: str, param: str | None = None, headers=None,
            path: str | None = None):
     """The error response: OpenAI's shape, or TEI's on a TEI route (``path``)."""
     from fastapi.responses import JSONResponse
 
-    if path in TEI_PATHS:
-        return JSONResponse(tei_body(status, message), status_code=status, headers=headers)
-    kind = ("authentication_error" if status == 401 else "invalid_request_error"
-            if status < 500 else "server_error")
-    return JSONResponse({"error": {"message": message, "type": kind, "param": param,
-                                   "code": status}}, status_code=status, headers=headers)
-
-
-def _embedding(vec: np.ndarray, fmt: str) -> Any:
-    if fmt == "base64":
-        return base64.b64encode(finite_float32(vec).astype("<f4").tobytes()).decode("ascii")
-    return vector_floats(vec)
-
-
-def _usage(counts: list[int]) -> dict[str, int]:
-    """OpenAI's ``usage``: the encoder's tokens (words for an encoder without a tokenizer)."""
-    return {"prompt_tokens": sum(counts), "total_tokens": sum(counts)}
-
-
-async def read_json(request, limits: Limits) -> Any:
-    """The request body as JSON: ``Content-Type: application/json`` (415 otherwise: a web
-    page may send a ``text/plain`` or form body to a local service without asking, never
-    a JSON one), read as it arrives and refused (413) as soon as it passes
-    ``limits.max_body_bytes`` (with or without a ``Content-Length``; a chunked body is never
-    buffered whole), within ``limits.body_timeout`` seconds (408), and parsed (400 for
-    invalid or too deeply nested JSON)."""
-    media = request.headers.get("content-type", "").split(";")[0].strip().lower()
-    if media != "application/json" and not media.endswith("+json"):
-        raise ServiceError(f"the body must be JSON sent with 'Content-Type: application/json'; "
-                           f"got {media or 'no Content-Type'!r}", 415)
-    size = int(request.headers.get("content-length") or 0)
-    if size > limits.max_body_bytes:
-        raise ServiceError(f"the body has {size} bytes; at most {limits.max_body_bytes}", 413)
-    try:
-        raw = await asyncio.wait_for(_read_body(request, limits.max_body_bytes),
-                                     limits.body_timeout)
-    except asyncio.TimeoutError:
-        raise ServiceError(f"the request body did not arrive within {limits.body_timeout:g} s; "
-                           "send it at once", 408) from None
-    try:
-        return json.loads(raw)
-    except RecursionError:
-        raise ServiceError("the body's JSON is nested too deeply; send the documented "
-                           "request shape") from None
-    except ValueError as exc:
-        raise ServiceError(f"the body is not valid JSON: {exc}") from None
-
-
-async def _read_body(request, limit: int) -> bytes:
-    """The body, chunk by chunk, stopped (413) as soon as it passes ``limit`` bytes."""
-    chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise ServiceError(f"the body has more than {limit} bytes; at most {limit}", 413)
-        chunks.append(chunk)
-    return b"".join(chunks)
-
-
-async def _paired(request, names, service: EmbeddingService, batcher: MicroBatcher,
-                  limits: Limits, counter: TokenCounter, truncate: bool):
-    """Both sides of the pairs in one micro-batched encode, then the cosines of their views."""
-    req = parse_pairs(await read_json(request, limits), service, limits, names=names)
-    request.state.inputs = len(req.a)
-    seen, counts, raw = await encode_within_limits(batcher, counter, req.a + req.b, truncate,
-                                                   "pairs")
-    n = len(req.a)
-    return req, service.cosines(seen[:n], seen[n:], raw[:n], raw[n:], req.a_languages,
-                                req.b_languages, req.view), counts
+    return JSONResponse(error_body(status, message, param, path), status_code=status,
+                        headers=headers)
 
 
 def _gauges(service: EmbeddingService):
@@ -217,7 +185,7 @@ class _Access:
             return
         from starlette.requests import Request
 
-        t0, status = time.perf_counter(), 500
+        t0, status = time.perf_counter(), None
         request = Request(scope)
 
         async def sending(message) -> None:
@@ -236,8 +204,11 @@ class _Access:
                                  scope, receive, sending)
             else:
                 await self.app(scope, receive, sending)
-        finally:
-            self._record(scope, path, status, time.perf_counter() - t0)
+        except BaseException:
+            status = status or 500
+            raise
+        finally:  # no response and no error: the client left first
+            self._record(scope, path, status or CLIENT_GONE, time.perf_counter() - t0)
 
     def _record(self, scope, path: str, status: int, seconds: float) -> None:
         inputs = int((scope.get("state") or {}).get("inputs", 0) or 0)
@@ -257,32 +228,6 @@ def _options(options: ServeOptions | None, max_batch: int | None,
     options = options or ServeOptions()
     return replace(options, max_batch=options.max_batch if max_batch is None else max_batch,
                    batch_window=options.batch_window if batch_window is None else batch_window)
-
-
-def service_info(service: EmbeddingService, limits: Limits, options: ServeOptions,
-                 started: int) -> dict[str, Any]:
-    """``GET /info``: what is served and how."""
-    model = service.model
-    return {"model_id": service.name, "model_ids": list(service.model_ids),
-            "method": model.name, "recipe": model.method,
-            "params": json.loads(json.dumps(model.get_params(), default=str)),
-            "languages": model.known_languages(),
-            "encoder": service.encoder.name,
-            "encoder_identity": service.encoder.identity.to_dict(),
-            "dim": service.encoder.dim, "views": service.views,
-            "needs_language": service.needs_language, "limits": asdict(limits),
-            "max_batch": options.max_batch, "batch_window_ms": 1000 * options.batch_window,
-            "encode_workers": options.encode_workers,
-            "auth": bool(options.api_key), "cors_origins": list(options.cors_origins),
-            "version": __version__, "started": started,
-            # text-embeddings-inference's names for its limits
-            "model_dtype": dict(service.encoder.identity.extra).get(
-                "dtype", "float32"),
-            "max_concurrent_requests": options.max_concurrent_requests,
-            "max_batch_tokens": options.max_batch_tokens,
-            "max_batch_requests": options.max_batch,
-            "max_client_batch_size": limits.max_inputs,
-            "max_input_length": options.max_input_tokens, "auto_truncate": options.auto_truncate}
 
 
 def create_app(service: EmbeddingService, *, limits: Limits | None = None,
@@ -320,25 +265,27 @@ def create_app(service: EmbeddingService, *, limits: Limits | None = None,
     app.state.service, app.state.batcher, app.state.limits = service, batcher, limits
     app.state.metrics, app.state.options = metrics, options
     app.state.admission, app.state.tokens = admission, counter
+    app.state.started = int(time.time())
+    app.state.body_reads = BodyReads(limits.max_client_body_reads)
+    from .routes import add_routes  # fastapi comes with the [serve] extra
+
     _add_error_handlers(app)
-    _add_vector_routes(app, fastapi.Request, service, batcher, limits, counter, options)
-    add_tei_routes(app, fastapi.Request, service, batcher, limits, counter,
-                   options.auto_truncate, read_json)
-    _add_info_routes(app, service, batcher, limits, options, metrics)
-    add_admission(app, admission, VECTOR_PATHS, _refuse)
+    add_routes(app)
+    add_admission(app, admission, app.state.body_reads, VECTOR_PATHS, _refuse, limits)
     _add_middleware(app, options, metrics)
     return app
 
 
-def _refuse(path: str, message: str, retry_after: int):
-    """429 in the route's error shape, with ``Retry-After``."""
-    return _error(429, message, headers={"Retry-After": str(retry_after)}, path=path)
+def _refuse(path: str, status: int, message: str, headers: dict | None):
+    """An error response before the route runs (408, 413, 429), in the route's shape."""
+    return _error(status, message, headers=headers, path=path)
 
 
 def _add_error_handlers(app) -> None:
     """A :class:`ServiceError` answers with its status, an unknown path (404) or method (405)
     in the same OpenAI error shape; anything else is a logged 500."""
     from starlette.exceptions import HTTPException
+    from starlette.requests import ClientDisconnect
 
     @app.exception_handler(ServiceError)
     async def service_error(request, exc: ServiceError):
@@ -355,101 +302,22 @@ def _add_error_handlers(app) -> None:
         return _error(exc.status_code, message.get(exc.status_code, str(exc.detail)),
                       headers=exc.headers, path=path)
 
+    @app.exception_handler(ClientDisconnect)
+    async def client_gone(request, exc: ClientDisconnect):
+        logger.info("a client left %s %s before its body arrived", request.method,
+                    request.url.path)  # no traceback: nobody is there to answer
+        return _error(CLIENT_GONE, "the client closed the connection", path=request.url.path)
+
     @app.exception_handler(Exception)
     async def server_error(request, exc: Exception):
         logger.exception("%s %s failed", request.method, request.url.path)
         return _error(500, f"internal error: {type(exc).__name__}: {exc}")
 
 
-def _add_vector_routes(app, Request, service: EmbeddingService, batcher: MicroBatcher,
-                       limits: Limits, counter: TokenCounter, options: ServeOptions) -> None:
-    """``/v1/embeddings``, ``/v1/similarity`` and ``/v1/qe``."""
-    from . import schemas  # pydantic comes with the [serve] extra's fastapi
-
-    @app.post("/v1/embeddings", openapi_extra=schemas.request_body(schemas.EmbeddingsBody),
-              responses={200: {"model": schemas.EmbeddingsResponse}, **schemas.ERRORS})
-    async def embeddings(request: Request):
-        req = parse_embeddings(await read_json(request, limits), service, limits)
-        request.state.inputs = len(req.texts)
-        truncate = options.auto_truncate if req.truncate is None else req.truncate
-        seen, counts, raw = await encode_within_limits(batcher, counter, req.texts, truncate,
-                                                       "input")
-        out = service.text_view(seen, raw, req.view, req.languages)
-        data = [{"object": "embedding", "index": i,
-                 "embedding": _embedding(v, req.encoding_format)}
-                for i, v in enumerate(out.vectors)]
-        if service.needs_language and req.view != "raw":  # which language each text counted as
-            for item, code, p, guessed in zip(data, out.languages, out.probabilities,
-                                              out.predicted, strict=True):
-                item.update(language=code, language_probability=p, language_predicted=guessed)
-        return json_response({"object": "list", "model": req.model, "usage": _usage(counts),
-                      "data": data})
-
-    async def paired(request, names):
-        return await _paired(request, names, service, batcher, limits, counter,
-                             options.auto_truncate)
-
-    @app.post("/v1/similarity", openapi_extra=schemas.request_body(schemas.PairsBody),
-              responses={200: {"model": schemas.SimilarityResponse}, **schemas.ERRORS})
-    async def similarity(request: Request):
-        req, cos, counts = await paired(request, ("text1", "text2"))
-        return json_response({"object": "list", "model": req.model, "usage": _usage(counts),
-                      "data": [{"object": "similarity", "index": i, "similarity": float(c)}
-                               for i, c in enumerate(cos)]})
-
-    @app.post("/v1/qe", openapi_extra=schemas.request_body(schemas.PairsBody),
-              responses={200: {"model": schemas.QEResponse}, **schemas.ERRORS})
-    async def quality_estimation(request: Request):
-        req, cos, counts = await paired(request, ("source", "translation"))
-        return json_response({"object": "list", "model": req.model,
-                      "metric": "cosine(source, translation)", "usage": _usage(counts),
-                      "data": [{"object": "qe_score", "index": i, "score": float(c)}
-                               for i, c in enumerate(cos)]})
-
-
-def _add_info_routes(app, service: EmbeddingService, batcher: MicroBatcher, limits: Limits,
-                     options: ServeOptions, metrics: ServiceMetrics) -> None:
-    """``/v1/models``, ``/info``, ``/metrics`` and ``/health``."""
-    from fastapi.responses import PlainTextResponse
-
-    from . import schemas  # pydantic comes with the [serve] extra's fastapi
-
-    started = int(time.time())
-
-    @app.get("/v1/models", response_model=schemas.ModelList)
-    async def models():
-        return {"object": "list", "data": [
-            {"id": mid, "object": "model", "created": started, "owned_by": "disembed",
-             "view": view} for mid, view in service.model_ids.items()]}
-
-    @app.get("/info")
-    async def info():
-        s, threads = batcher.stats, current_settings()
-        return {**service_info(service, limits, options, started),
-                "batching": {"requests": s.requests, "batches": s.batches, "texts": s.texts,
-                             "encoded": s.encoded, "largest_batch": s.largest,
-                             "largest_batch_tokens": s.largest_tokens,
-                             "encoder_calls": service.counter.calls,
-                             "encode_seconds": round(s.encode_seconds, 6)},
-                "admission": {"in_flight": app.state.admission.active,
-                              "peak": app.state.admission.peak,
-                              "rejected": app.state.admission.rejected},
-                "token_unit": app.state.tokens.unit,
-                "threads": threads.to_dict() if threads else None}
-
-    @app.get("/metrics", response_class=PlainTextResponse)
-    async def prometheus():
-        return PlainTextResponse(metrics.render(),
-                                 media_type="text/plain; version=0.0.4; charset=utf-8")
-
-    @app.get("/health")
-    async def health():
-        return {"status": "ok"}  # TEI's: alive; configuration and counters are in /info
-
-
 def api_key_from_env() -> str | None:
-    """The API key in ``$DISEMBED_API_KEY``, or None when unset or empty."""
-    return os.environ.get(API_KEY_ENV) or None
+    """The API key in ``$DISEMBED_API_KEY``, or None when unset or empty (checked and
+    stripped by :func:`check_api_key`)."""
+    return check_api_key(os.environ.get(API_KEY_ENV) or None)
 
 
 def bind(host: str = "127.0.0.1", port: int = 8000) -> socket.socket:
@@ -492,15 +360,26 @@ def warn_if_exposed(host: str, api_key: str | None) -> None:
 def run_server(app, host: str = "127.0.0.1", port: int = 8000, log_level: str = "info",
                sock: socket.socket | None = None) -> None:
     """Serve ``app`` with uvicorn until interrupted, on ``sock`` when given (from
-    :func:`bind`), else on ``host:port`` (uvicorn's own access log is off: the app logs one
-    JSON line per request on ``disembed.serving.access``)."""
+    :func:`bind`; the address it is bound to is logged, a warning when ``port`` was 0), else
+    on ``host:port`` (uvicorn's own access log is off: the app logs one JSON line per request
+    on ``disembed.serving.access``)."""
     uvicorn = require("uvicorn", "serve", "disembed serve")
     if sock is None:
         uvicorn.run(app, host=host, port=port, log_level=log_level, access_log=False)
         return
-    server = uvicorn.Server(uvicorn.Config(app, host=host, port=sock.getsockname()[1],
+    bound = sock.getsockname()
+    server = uvicorn.Server(uvicorn.Config(app, host=host, port=bound[1],
                                            log_level=log_level, access_log=False))
+    # uvicorn names no address when handed a socket; --port 0 must learn the one it got
+    logger.log(logging.WARNING if port == 0 else logging.INFO, "serving on %s",
+               served_url(bound))
     server.run(sockets=[sock])
+
+
+def served_url(address: tuple) -> str:
+    """``http://HOST:PORT`` of a bound socket's address (an IPv6 host in brackets)."""
+    host, port = address[0], address[1]
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
 
 class BackgroundServer:

@@ -174,7 +174,8 @@ The **language-agnostic meaning part** of a multilingual sentence embedding: the
 `{enc['model']}` ({enc['backend']}, {enc['dim']}-d, pooling `{enc['pooling']}`, prefix
 `{enc['prefix']!r}`) followed by the meaning head of the disembed recipe
 **`{info['method']}`**, as one sentence-transformers model. Output: {info['dim']}-d,
-not re-normalised (compare with cosine). Exported by
+not re-normalised (compare with cosine; `encode(..., normalize_embeddings=True)` gives
+unit-length vectors, as `disembed serve` answers by default). Exported by
 [disembed](https://pypi.org/project/disembed/) `disembed export`.
 {routed}
 ## Load it (no disembed needed)

@@ -16,6 +16,9 @@ from ..util.text import is_blank, lone_surrogate
 from .service import EmbeddingService, ServiceError
 
 ENCODING_FORMATS = ("float", "base64")
+#: the longest ``model`` or ``view`` a request may name, and the longest language code
+MAX_ID_CHARS = 256
+MAX_CODE_CHARS = 64
 
 
 @dataclass(frozen=True)
@@ -27,6 +30,19 @@ class Limits:
     max_total_chars: int = 200_000  # characters per request
     max_body_bytes: int = 4 << 20
     body_timeout: float = 30.0  # seconds for the whole body to arrive (a slow sender: 408)
+    #: bodies one client address may be sending at once (beyond: 429; 0: no limit)
+    max_client_body_reads: int = 32
+
+
+#: the most characters of a client's value an error message repeats
+ECHO = 60
+
+
+def short(value: Any, keep: int = ECHO) -> str:
+    """``repr(value)``, cut to its first ``keep`` characters: an error names what was sent
+    without echoing megabytes of it back."""
+    text = repr(value)
+    return text if len(text) <= keep else f"{text[:keep]}... ({len(text)} characters)"
 
 
 @dataclass
@@ -41,6 +57,8 @@ class EmbeddingsRequest:
     #: cut texts over the token limit (``True``), refuse them (``False``), or the server's
     #: default (``None``: ``--auto-truncate``)
     truncate: bool | None = None
+    #: unit-length vectors (OpenAI's and TEI's default), or the view as the model computes it
+    normalize: bool = True
 
 
 @dataclass
@@ -106,16 +124,26 @@ def view_of_body(body: dict, service: EmbeddingService) -> tuple[str, str]:
         if value is not None and not isinstance(value, str):
             raise ServiceError(f"'{name}' must be a string; got {type(value).__name__}",
                                param=name)
+        if isinstance(value, str) and len(value) > MAX_ID_CHARS:
+            raise ServiceError(f"'{name}' {short(value)} is not served here: a served id has "
+                               f"at most {MAX_ID_CHARS} characters (GET /v1/models)",
+                               404 if name == "model" else 400, name)
     return service.view_of(model, view)
 
 
+def _code(value: Any) -> bool:
+    """Whether ``value`` may be a language code (checked against the known ones later)."""
+    return isinstance(value, str) and 0 < len(value) <= MAX_CODE_CHARS
+
+
 def parse_language(value: Any, param: str) -> str | list[str | None] | None:
-    if value is None or isinstance(value, str) and value:
+    if value is None or _code(value):
         return value
-    if isinstance(value, list) and all(v is None or isinstance(v, str) and v for v in value):
+    if isinstance(value, list) and all(v is None or _code(v) for v in value):
         return value
-    raise ServiceError(f"'{param}' must be a language code such as \"de\", or a list with one "
-                       "code (or null: predict it) per text", param=param)
+    raise ServiceError(f"'{param}' must be a language code such as \"de\" (at most "
+                       f"{MAX_CODE_CHARS} characters), or a list with one code (or null: "
+                       "predict it) per text", param=param)
 
 
 def _object(body: Any) -> dict:
@@ -126,29 +154,36 @@ def _object(body: Any) -> dict:
 
 def parse_embeddings(body: Any, service: EmbeddingService, limits: Limits) -> EmbeddingsRequest:
     """``{"input": str | [str], "model": view, "encoding_format", "language": code | [code],
-    "truncate": bool}``."""
+    "truncate": bool, "normalize": bool}``."""
     body = _object(body)
     if "input" not in body:
         raise ServiceError("'input' is required: a string or a list of strings", param="input")
     texts = parse_texts(body["input"], "input", limits)
     model, view = view_of_body(body, service)
-    fmt = body.get("encoding_format") or "float"
-    if fmt not in ENCODING_FORMATS:
-        raise ServiceError(f"'encoding_format' must be one of {ENCODING_FORMATS}; got {fmt!r}",
-                           param="encoding_format")
+    fmt = body.get("encoding_format")
+    fmt = "float" if fmt is None else fmt  # "", 0 and false are no format: refused below
+    if not isinstance(fmt, str) or fmt not in ENCODING_FORMATS:
+        raise ServiceError(f"'encoding_format' must be one of {ENCODING_FORMATS} (or left "
+                           f"out: float); got {short(fmt)}", param="encoding_format")
     dims = body.get("dimensions")
     size = service.view_dim(view)
-    if dims is not None and dims != size:
-        raise ServiceError(f"'dimensions' = {dims!r} is not supported: the {view} view has "
+    if dims is not None and (isinstance(dims, bool) or dims != size):
+        raise ServiceError(f"'dimensions' = {short(dims)} is not supported: the {view} view has "
                            f"exactly {size} dimensions (truncating it would change cosines); "
                            f"leave 'dimensions' out or send {size}", param="dimensions")
     langs = service.languages_for(len(texts), parse_language(body.get("language"), "language"),
                                   "language")
-    truncate = body.get("truncate")
-    if truncate is not None and not isinstance(truncate, bool):
-        raise ServiceError(f"'truncate' must be true or false; got {truncate!r}",
-                           param="truncate")
-    return EmbeddingsRequest(texts, view, fmt, langs, model, truncate)
+    truncate, normalize = flag(body, "truncate"), flag(body, "normalize")
+    return EmbeddingsRequest(texts, view, fmt, langs, model, truncate,
+                             True if normalize is None else normalize)
+
+
+def flag(body: dict, name: str) -> bool | None:
+    """``body[name]`` as true, false, or ``None`` when absent (400 for anything else)."""
+    value = body.get(name)
+    if value is not None and not isinstance(value, bool):
+        raise ServiceError(f"'{name}' must be true or false; got {short(value)}", param=name)
+    return value
 
 
 def parse_pairs(body: Any, service: EmbeddingService, limits: Limits, *,
@@ -180,11 +215,10 @@ def parse_pairs(body: Any, service: EmbeddingService, limits: Limits, *,
 def _pair_languages(value: Any, n: int) -> tuple[Any, Any]:
     if value is None:
         return None, None
-    if isinstance(value, list) and len(value) == 2 and all(isinstance(v, str) for v in value):
+    if isinstance(value, list) and len(value) == 2 and all(_code(v) for v in value):
         return value[0], value[1]
     if isinstance(value, list) and len(value) == n and all(
-            isinstance(v, list) and len(v) == 2 and all(isinstance(x, str) for x in v)
-            for v in value):
+            isinstance(v, list) and len(v) == 2 and all(_code(x) for x in v) for v in value):
         return [v[0] for v in value], [v[1] for v in value]
     raise ServiceError("'languages' must be [lang1, lang2] for every pair, or one such list "
                        "per pair", param="languages")

@@ -65,8 +65,11 @@ def _recorded(folder) -> str | None:
     return config.get("model_kwargs", {}).get("dtype")
 
 
-@pytest.mark.parametrize("name, params", [("mean-centering", {}),
-                                          ("seed-centered", {"max_epochs": 2, "seed": 0})])
+# the default suite keeps one routed export (shared with the tokens-alone test below); the
+# trained head's routed export and the dense-head pair (~10 s of CPU each) run with -m slow
+@pytest.mark.parametrize("name, params", [
+    ("mean-centering", {}),
+    pytest.param("seed-centered", {"max_epochs": 2, "seed": 0}, marks=pytest.mark.slow)])
 def test_a_bf16_routed_model_exports_in_bf16_and_matches_the_library(tmp_path, exported, name,
                                                                      params):
     """The default recipe's kind of export (language-routed): the transformer in bf16, the
@@ -86,6 +89,7 @@ def test_a_bf16_routed_model_exports_in_bf16_and_matches_the_library(tmp_path, e
     assert cosines(got, want).min() >= BAR
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dtype", ["bfloat16", "float32"])
 def test_a_dense_head_export_stays_float32(tmp_path, dtype):
     """sentence-transformers' Pooling would round a bf16 pooled vector before a Dense head:

@@ -34,7 +34,7 @@ def tests_for(key: str, stats: dict) -> list[str]:
 
 def retest(key: str, mutants: Path, tests: list[str], cwd: Path, limit: float) -> str:
     env = dict(mutant_env(), PYTHONPATH=str(mutants / "src"), MUTANT_UNDER_TEST=key)
-    cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *tests]
+    cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-n", "0", *tests]
     try:
         done = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, timeout=limit)
     except subprocess.TimeoutExpired:

@@ -131,7 +131,8 @@ def write_config(tree: Path, modules: list[str]) -> None:
         'pytest_add_cli_args_test_selection = ["tests"]',
         # what the tests read besides src/ and tests/ (the README, CONTRIBUTING's examples)
         'also_copy = ["README.md", "CONTRIBUTING.md", "docs", "benchmarks", "scripts", ".ci"]',
-        'pytest_add_cli_args = ["-p", "no:cacheprovider"]',
+        # -n 0: mutmut runs pytest in its own process and records which tests reach what
+        'pytest_add_cli_args = ["-p", "no:cacheprovider", "-n", "0"]',
         # torch is not fork-safe once its thread pools run: fork workers from a clean server
         'process_isolation = "forkserver"',
         "timeout_multiplier = 10.0", "timeout_constant = 20.0", ""])

@@ -312,7 +312,9 @@ def test_env(tree: Path, data_dir: str | None) -> dict[str, str]:
 
 def run_pytest(tree: Path, tests: list[str], env: dict, timeout: float) -> tuple[str, str, float]:
     """``(status, first failing test or error line, seconds)`` of ``pytest -x`` in ``tree``."""
-    cmd = [PYTHON[0], "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider",
+    # -n 0: one process (pyproject's addopts spread the suite over the cores); the mutant's
+    # own tests run first and -x stops at the first failure, as documented
+    cmd = [PYTHON[0], "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-n", "0",
            "-m", "not slow", "--no-header", "-rfE", *tests]
     t0 = time.perf_counter()
     # a session of its own: on a timeout the whole group goes (servers, workers a test started)

@@ -55,12 +55,14 @@ def _build() -> str:
     os.makedirs(out_dir, exist_ok=True)
     lib = os.path.join(out_dir, f"e5ref-{digest}.so")
     if not os.path.exists(lib):
-        shim = os.path.join(out_dir, f"shim-{digest}.c")
+        # per process: pytest-xdist workers may build it at the same time
+        shim = os.path.join(out_dir, f"shim-{digest}.{os.getpid()}.c")
         with open(shim, "w") as f:
             f.write(_SHIM)
         tmp = f"{lib}.{os.getpid()}.tmp"
         subprocess.run([compiler, "-O2", "-shared", "-fPIC", "-I", src_dir, shim, "-o", tmp, "-lm"],
                        check=True, capture_output=True)
+        os.remove(shim)
         os.replace(tmp, lib)
     return lib
 

@@ -112,18 +112,51 @@ def test_an_explicit_count_never_follows_the_load(monkeypatch):
     assert _follow(monkeypatch, [9.0, 0.1]) == [(2, "DISEMBED_NUM_THREADS", 2)] * 2
 
 
-def test_the_load_is_read_at_most_once_per_interval(monkeypatch):
+def _fake_clock(monkeypatch, now):
+    """``time.monotonic()`` as threads.py sees it, fixed at ``now[0]`` (a list: tests move it)."""
+    import types
+
+    monkeypatch.setattr(threads_module, "time", types.SimpleNamespace(monotonic=lambda: now[0]))
+
+
+@pytest.mark.parametrize("boot", [0.3, 60.0, 1e6], ids=["just-booted", "one-minute", "days"])
+def test_the_load_is_read_at_most_once_per_interval(monkeypatch, boot):
+    """Once per interval whatever the clock reads: time.monotonic() counts from boot on
+    Linux, so in the first hour after boot it is below a 3600 s interval."""
     from disembed.hardware import rechoose_threads
 
     threads_module._chosen = None
     torch.set_num_threads(2)
     configure_threads()
+    now = [boot]
+    _fake_clock(monkeypatch, now)
     reads = []
-    monkeypatch.setattr(threads_module, "_last_look", 0.0)
+    monkeypatch.setattr(threads_module, "_last_look", None)
     monkeypatch.setattr(threads_module, "_load_average", lambda: reads.append(1) or 0.5)
     for _ in range(100):
         rechoose_threads(interval=3600)
     assert len(reads) == 1
+    now[0] += 3599.0
+    rechoose_threads(interval=3600)
+    assert len(reads) == 1
+    now[0] += 1.0
+    rechoose_threads(interval=3600)
+    assert len(reads) == 2
+
+
+def test_a_service_started_at_boot_sees_the_load_at_its_first_look(monkeypatch):
+    """The first look reads the load even when the clock is below the interval: a busy
+    machine a minute after boot moves the count to one thread at once."""
+    from disembed.hardware import rechoose_threads
+
+    threads_module._chosen = None
+    torch.set_num_threads(2)
+    monkeypatch.setattr(threads_module, "_load_average", lambda: 0.5)
+    assert configure_threads().source == "cores"
+    _fake_clock(monkeypatch, [2.0])
+    monkeypatch.setattr(threads_module, "_last_look", None)
+    monkeypatch.setattr(threads_module, "_load_average", lambda: 9.0)
+    assert rechoose_threads().source == "busy"
 
 
 @pytest.mark.slow

@@ -8,6 +8,7 @@ bf16 input (a Dense layer) or drifts past the bar, a float32 model exported as b
 
 from __future__ import annotations
 
+import functools
 import json
 
 import numpy as np
@@ -32,12 +33,31 @@ PROBE = ["Ein kleines Haus am See.", "A small house by the lake.", "Danke schön
          "The train leaves at noon.", "Morgen fahren wir nach Berlin."]
 
 
+@functools.cache
+def _encoder(dtype):
+    """e5-small in ``dtype``, loaded once per test process."""
+    return load_encoder("e5-small-torch", dtype=dtype)
+
+
 def _export(tmp_path, name, params, dtype):
-    enc = load_encoder("e5-small-torch", dtype=dtype)
+    enc = _encoder(dtype)
     model = make_method(name, **params).fit(enc.encode(DE * 4), enc.encode(EN * 4), "de", "en")
     model.save(tmp_path / f"{name}-{dtype}", metadata={"encoder": enc.identity.to_dict()})
     out = export_model(tmp_path / f"{name}-{dtype}", tmp_path / f"{name}-{dtype}-st").path
     return enc, model, out
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory):
+    """``exported(name, params, dtype)``: :func:`_export` once per module for each recipe
+    and precision (the tests only read the folders)."""
+    root, made = tmp_path_factory.mktemp("exports"), {}
+
+    def get(name, params, dtype):
+        if (name, dtype) not in made:
+            made[name, dtype] = _export(root, name, params, dtype)
+        return made[name, dtype]
+    return get
 
 
 def _recorded(folder) -> str | None:
@@ -45,12 +65,16 @@ def _recorded(folder) -> str | None:
     return config.get("model_kwargs", {}).get("dtype")
 
 
-@pytest.mark.parametrize("name, params", [("mean-centering", {}),
-                                          ("seed-centered", {"max_epochs": 2, "seed": 0})])
-def test_a_bf16_routed_model_exports_in_bf16_and_matches_the_library(tmp_path, name, params):
+# the default suite keeps one routed export (shared with the tokens-alone test below); the
+# trained head's routed export and the dense-head pair (~10 s of CPU each) run with -m slow
+@pytest.mark.parametrize("name, params", [
+    ("mean-centering", {}),
+    pytest.param("seed-centered", {"max_epochs": 2, "seed": 0}, marks=pytest.mark.slow)])
+def test_a_bf16_routed_model_exports_in_bf16_and_matches_the_library(tmp_path, exported, name,
+                                                                     params):
     """The default recipe's kind of export (language-routed): the transformer in bf16, the
     head pooling its token embeddings in float32 as the library does."""
-    enc, model, out = _export(tmp_path, name, params, "bfloat16")
+    enc, model, out = exported(name, params, "bfloat16")
     assert _recorded(out) == "bfloat16"
     info = json.loads((out / "disembed_export.json").read_text(encoding="utf-8"))
     assert info["precision"] == "bfloat16"
@@ -65,6 +89,7 @@ def test_a_bf16_routed_model_exports_in_bf16_and_matches_the_library(tmp_path, n
     assert cosines(got, want).min() >= BAR
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dtype", ["bfloat16", "float32"])
 def test_a_dense_head_export_stays_float32(tmp_path, dtype):
     """sentence-transformers' Pooling would round a bf16 pooled vector before a Dense head:
@@ -78,7 +103,7 @@ def test_a_dense_head_export_stays_float32(tmp_path, dtype):
     assert cosines(got, model.meaning(enc.encode(PROBE), None)).min() >= BAR
 
 
-def test_a_routed_export_runs_its_tokens_alone_and_keeps_their_vectors(tmp_path):
+def test_a_routed_export_runs_its_tokens_alone_and_keeps_their_vectors(exported):
     """``encode`` sorts by characters and pads a batch to its longest row; the export's
     transformer runs every layer's matmuls on the batch's tokens alone. Bugs feared: the
     padded forward still run (the matmuls then see every padded cell), rows written back to
@@ -88,7 +113,7 @@ def test_a_routed_export_runs_its_tokens_alone_and_keeps_their_vectors(tmp_path)
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.base.modules.transformer import Transformer
 
-    enc, model, out = _export(tmp_path, "mean-centering", {}, "bfloat16")
+    enc, model, out = exported("mean-centering", {}, "bfloat16")
     st = SentenceTransformer(str(out), device="cpu", trust_remote_code=True)
     assert type(st[0]).__name__ == "PackedTransformer"
     long = [" ".join(EN[i:] + EN[:i]) for i in range(0, 12, 2)]

@@ -140,7 +140,7 @@ def configure_threads(n: int | None = None, *, reapply: bool = False) -> ThreadS
 
 
 _rechoose_lock = threading.Lock()
-_last_look = 0.0
+_last_look: float | None = None  # monotonic time of the last look; None: never looked
 
 
 def rechoose_threads(*, interval: float = RECHOOSE_SECONDS) -> ThreadSettings:
@@ -153,7 +153,9 @@ def rechoose_threads(*, interval: float = RECHOOSE_SECONDS) -> ThreadSettings:
         return settings
     with _rechoose_lock:
         now = time.monotonic()
-        if now - _last_look < interval:
+        # time.monotonic() counts from an arbitrary point (boot, on Linux): the first call
+        # must look whatever its value, not only once the clock passed ``interval``
+        if _last_look is not None and now - _last_look < interval:
             return _chosen or settings
         _last_look = now
         current = _chosen or settings

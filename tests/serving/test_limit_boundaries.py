@@ -76,6 +76,8 @@ def test_a_request_whose_handler_fails_gives_its_concurrency_slot_back():
     from starlette.testclient import TestClient
 
     from disembed.serving.admission import Admission, add_admission
+    from disembed.serving.intake import BodyReads
+    from disembed.serving.requests import Limits
 
     async def fail(request):
         raise RuntimeError("the encoder failed")
@@ -86,8 +88,10 @@ def test_a_request_whose_handler_fails_gives_its_concurrency_slot_back():
     app = Starlette(routes=[Route("/fail", fail, methods=["POST"]),
                             Route("/ok", ok, methods=["POST"])])
     gate = Admission(limit=2)
-    add_admission(app, gate, ("/fail", "/ok"),
-                  lambda path, message, wait: JSONResponse({"error": message}, 429))
+    add_admission(app, gate, BodyReads(0), ("/fail", "/ok"),
+                  lambda path, status, message, headers: JSONResponse({"error": message},
+                                                                      status),
+                  Limits())
     client = TestClient(app, raise_server_exceptions=False)
     for _ in range(3):  # more failures than the limit
         assert client.post("/fail").status_code == 500

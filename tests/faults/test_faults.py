@@ -165,7 +165,11 @@ def test_encode_with_a_full_disk_keeps_the_previous_outputs(tmp_path):
 def test_mine_with_a_full_disk_keeps_the_previous_output(tmp_path):
     assert _mine(tmp_path, SRC[:12], TGT[:12]).code == 0
     before = (tmp_path / "out" / "m.tsv").read_bytes()
-    hurt = _mine(tmp_path, SRC * 4, TGT * 4, fsize_limit=4000)
+    # four distinct copies of each side (mining embeds each distinct line once, so a line
+    # repeated four times would add nothing to write)
+    src = [f"{s} ({i})" for i in range(4) for s in SRC]
+    tgt = [f"{t} ({i})" for i in range(4) for t in TGT]
+    hurt = _mine(tmp_path, src, tgt, fsize_limit=4000)
     assert hurt.code == 2 and "disk full / file too large: " in hurt.stderr, hurt.stderr
     assert (tmp_path / "out" / "m.tsv").read_bytes() == before
     assert temp_files(tmp_path) == []

@@ -3,7 +3,7 @@
 Run (resumable: every finished run is reused, so interrupt and run again)::
 
     PYTHONPATH=src .venv/bin/python benchmarks/bench_default_panel.py \\
-        --sizes 500,5000 --seeds 0,1,2 --out runs/default_panel
+        --sizes 500,5000 --seeds 0,1,2 --out runs/default_panel [--sets-at 5000=0,1,3,4,6]
 
 For each language set of :data:`PANEL` (1 to 12 languages, each with English, across
 scripts; the README quickstart's ``de,zh`` and ``de,fr,ru,zh`` among them) and each size
@@ -119,6 +119,10 @@ def render(entries: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def _sets(which: str) -> tuple[tuple[str, ...], ...]:
+    return PANEL if which == "all" else tuple(PANEL[int(i)] for i in which.split(","))
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -127,6 +131,8 @@ def main() -> int:
     ap.add_argument("--seeds", default="0,1,2")
     ap.add_argument("--sets", default="all",
                     help="'all' or indices into PANEL, comma-separated (0-based)")
+    ap.add_argument("--sets-at", action="append", default=[], metavar="SIZE=I,J",
+                    help="other sets at one size, e.g. 5000=0,1,3,4,6 (repeatable)")
     ap.add_argument("--max-eval-items", type=int, default=300)
     ap.add_argument("--n-resamples", type=int, default=2000)
     ap.add_argument("--out", default="runs/default_panel")
@@ -134,10 +140,10 @@ def main() -> int:
     args = ap.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     os.environ.setdefault("DISEMBED_PROGRESS", "0")
-    sets = PANEL if args.sets == "all" else tuple(PANEL[int(i)] for i in args.sets.split(","))
     seeds = [int(s) for s in args.seeds.split(",")]
+    at = dict(item.split("=", 1) for item in args.sets_at)
     entries = [run_one(langs, int(size), seeds, args)
-               for size in args.sizes.split(",") for langs in sets]
+               for size in args.sizes.split(",") for langs in _sets(at.get(size, args.sets))]
     judge(entries)
     table = render(entries)
     Path(args.out).mkdir(parents=True, exist_ok=True)

@@ -137,13 +137,20 @@ def main() -> int:
     ap.add_argument("--n-resamples", type=int, default=2000)
     ap.add_argument("--out", default="runs/default_panel")
     ap.add_argument("--finished-only", action="store_true")
+    ap.add_argument("--combine", nargs="+", metavar="PANEL_JSON", default=None,
+                    help="fit nothing: join the panel.json of earlier runs (e.g. one per "
+                         "size), Holm over all their comparisons together, write to --out")
     args = ap.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     os.environ.setdefault("DISEMBED_PROGRESS", "0")
-    seeds = [int(s) for s in args.seeds.split(",")]
-    at = dict(item.split("=", 1) for item in args.sets_at)
-    entries = [run_one(langs, int(size), seeds, args)
-               for size in args.sizes.split(",") for langs in _sets(at.get(size, args.sets))]
+    if args.combine:
+        entries = [e for path in args.combine
+                   for e in json.loads(Path(path).read_text(encoding="utf-8"))]
+    else:
+        seeds = [int(s) for s in args.seeds.split(",")]
+        at = dict(item.split("=", 1) for item in args.sets_at)
+        entries = [run_one(langs, int(size), seeds, args) for size in args.sizes.split(",")
+                   for langs in _sets(at.get(size, args.sets))]
     judge(entries)
     table = render(entries)
     Path(args.out).mkdir(parents=True, exist_ok=True)

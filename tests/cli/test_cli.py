@@ -86,7 +86,7 @@ def test_bench_runs_resumes_and_reports(env, capsys):
     for needle in ("hash:16 / baseline", "hash:16 / mean-centering",
                    f"hash:16 / {DEFAULT_RECIPE}", "(floor)", "## Training data", "de-en | 40",
                    "## sts17", f"Settings: {DEFAULT_RECIPE}: ",
-                   "max_epochs=2 (the validation winner of `disembed tune`"):
+                   "max_epochs=2 (settings chosen by `disembed tune`"):
         assert needle in report, needle
     assert (env / "bench" / "summary.png").stat().st_size > 1000
     first = json.loads((env / "bench" / "bench.json").read_text())

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import sys
 from pathlib import Path
 
 from ..exceptions import ConfigError
@@ -29,7 +30,7 @@ from ..experiment import (
     run,
 )
 from ..experiment.bench import default_params
-from ..methods import METHODS
+from ..methods import METHODS, method_class
 from .common import (
     LANGUAGES_HELP,
     SEED_HELP,
@@ -105,6 +106,10 @@ def add_parser(verbs) -> None:
     hp.add_argument("--patience", type=positive_int, default=None,
                     help="epochs without a better validation loss before training stops "
                          "(default: the recipe's, 5)")
+    hp.add_argument("--no-dev-validation", dest="dev_validation", action="store_false",
+                    help="fit once, without WMT20 QE dev (the default recipe's mirror=True "
+                         "chooses between two fits on it when the data is present; off "
+                         "anyway when it is absent)")
     hp.add_argument("--seed", type=seed, default=0, help=SEED_HELP)
     hp.add_argument("--negatives", choices=("paper", "official"), default=None,
                     help="same-language negatives as the paper describes them or as the "
@@ -176,6 +181,8 @@ def handle(args: argparse.Namespace) -> int:
                                 ("patience", args.patience),
                                 ("negatives", args.negatives)) if v is not None})
     params.update(training_path(args))
+    if not args.dev_validation and "mirror" in method_class(args.method).param_names():
+        params["mirror"] = False
     spec = RunSpec(method=args.method, params=params, encoder=args.encoder,
                    encoder_options=encoder_options(args), data=training_data(args), tasks=(),
                    seed=args.seed)
@@ -193,5 +200,14 @@ def handle(args: argparse.Namespace) -> int:
                        pairs_per_second=round(sum(e["train_pairs"] for e in epochs)
                                               / max(sum(e["train_seconds"] for e in epochs),
                                                     1e-9)))
+    summary["validation"] = result.training.get("validation")
+    check = getattr(result.model, "reference_check_", None)
+    if check:
+        summary["kept"] = check["summary"]
+        print(f"disembed train: {check['summary']}", file=sys.stderr)  # noqa: T201
+        if not check["beat_reference"]:
+            warning = ("warning: the learned recipe did not beat mean-centering on your "
+                       "held-out pairs; the saved model is mean-centering")
+            print(warning, file=sys.stderr)  # noqa: T201
     print(json.dumps(summary))  # noqa: T201
     return 0

@@ -36,7 +36,7 @@ from .steps import (
     open_encoder,
     uses_language,
 )
-from .validation import validation_options
+from .validation import dev_validation
 
 logger = logging.getLogger(__name__)
 
@@ -242,14 +242,15 @@ def _fit(model: Disentangler, spec: RunSpec, tasks: Sequence[str], encoder: Enco
         return model, {}
     pairs, report = load_pairs(spec.data, tasks, workspace)
     callback = hooks.epoch_callback(model, encoder) if hooks.epoch_callback else None
+    dev = dev_validation(model, encoder, workspace.data_dir, workspace.batch_size)
     fit_method(model, encoder, pairs, batch_size=workspace.batch_size,
-               checkpoint_dir=outputs.checkpoint_path(), on_epoch_end=callback,
-               **validation_options(model, encoder, workspace.data_dir, workspace.batch_size))
+               checkpoint_dir=outputs.checkpoint_path(), on_epoch_end=callback, **dev.options)
     record = model.fit_record()
     out = {"data": report, "history": record["history"],
-           "diagnostics": record["diagnostics"]}
-    if getattr(model, "orientation_", None) is not None:
-        out["orientation"] = model.orientation_
+           "diagnostics": record["diagnostics"], "validation": dev.note}
+    for key in ("orientation", "reference_check"):
+        if getattr(model, key + "_", None) is not None:
+            out[key] = getattr(model, key + "_")
     return model, out
 
 

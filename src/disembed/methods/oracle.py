@@ -50,14 +50,17 @@ class Oracle(TwoHeadRecipe):
                  oracle_weight: float = 1.0, center: str = "none",
                  unknown_language: str = "global", deterministic: bool = True,
                  speed: str = "auto", precision: str = "auto",
-                 init_scale: float | None = None, mirror: bool = False) -> None:
+                 init_scale: float | None = None, mirror: bool = False,
+                 reference_check: float | None = None,
+                 min_epoch_steps: int | None = None) -> None:
         super().__init__(lr=lr, batch_size=batch_size, max_epochs=max_epochs, patience=patience,
                          val_fraction=val_fraction, seed=seed, negatives=negatives, hidden=hidden,
                          max_steps=max_steps, time_budget_seconds=time_budget_seconds,
                          oracle_variant=oracle_variant, oracle_weight=oracle_weight,
                          center=center, unknown_language=unknown_language,
                          deterministic=deterministic, speed=speed, precision=precision,
-                         init_scale=init_scale, mirror=mirror)
+                         init_scale=init_scale, mirror=mirror,
+                         reference_check=reference_check, min_epoch_steps=min_epoch_steps)
 
     def recipe_weights(self) -> dict[str, float]:
         return {}

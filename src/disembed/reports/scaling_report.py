@@ -162,8 +162,9 @@ def plot_task(rows: list[dict], key: str, title: str, path: Path) -> Path:
             if own:
                 x = [r["train_pairs"] for r in own]
                 y = [100 * r[metric] for r in own]
-                err = [[100 * (r[metric] - r[metric + "_min"]) for r in own],
-                       [100 * (r[metric + "_max"] - r[metric]) for r in own]]
+                # the mean of equal seeds can land an ulp outside [min, max]: clip at 0
+                err = [[max(0.0, 100 * (r[metric] - r[metric + "_min"])) for r in own],
+                       [max(0.0, 100 * (r[metric + "_max"] - r[metric])) for r in own]]
                 ax.errorbar(x, y, yerr=err, marker="o", capsize=3, label=method,
                             color=f"C{i % 10}")
             elif flat and not math.isnan(_num(flat[0][metric])):

@@ -17,7 +17,7 @@ from recipe_contract import (
 )
 from toy_recipe import Shift
 
-from disembed.methods import METHODS, Disentangler
+from disembed.methods import METHODS, Disentangler, fitting, resolving
 
 
 @contextlib.contextmanager
@@ -51,10 +51,12 @@ class Undeclared(Disentangler):
     def __init__(self) -> None:
         pass
 
+    @fitting
     def fit(self, src, tgt, src_lang, tgt_lang):
         self.dim_ = int(src.shape[1])
         return self
 
+    @resolving
     def meaning(self, X, languages=None):
         return self._check(X)
 
@@ -64,6 +66,7 @@ class Liar(Shift):
 
     method = "liar"
 
+    @resolving
     def meaning(self, X, languages=None):
         shift = 0.0 if languages == "en" else 1.0
         return super().meaning(X, languages) + shift
@@ -117,3 +120,47 @@ def test_the_worked_encoder_example_round_trips_when_registered():
         assert again.identity == encoder.identity and again.encode(["a"]).shape == (1, 4)
     finally:
         del ENCODERS._items["constant"], BACKENDS._items["constant"]
+
+
+def test_a_recipe_method_without_its_decorator_is_refused_when_the_class_is_defined():
+    """The routing of meaning and the identifier's fit are written on the recipe's methods
+    (``@resolving``, ``@fitting``); a recipe that forgot one would silently skip them, so
+    the class is refused, naming the method and the fix."""
+    with pytest.raises(TypeError, match=r"Forgetful\.meaning is not decorated with "
+                                        r"@resolving.*Write '@resolving' above 'def meaning'"):
+        class Forgetful(Disentangler):
+            method = "forgetful"
+
+            @fitting
+            def fit(self, src, tgt, src_lang, tgt_lang):
+                return self
+
+            def meaning(self, X, languages=None):
+                return X
+
+    with pytest.raises(TypeError, match=r"\.fit is not decorated with @fitting"):
+        class Unfitted(Disentangler):
+            method = "unfitted"
+
+            def fit(self, src, tgt, src_lang, tgt_lang):
+                return self
+
+            @resolving
+            def meaning(self, X, languages=None):
+                return X
+
+    with pytest.raises(TypeError, match=r"\.language is not decorated with @resolving"):
+        class WrongDecorator(Disentangler):
+            method = "wrong-decorator"
+
+            @fitting
+            def fit(self, src, tgt, src_lang, tgt_lang):
+                return self
+
+            @resolving
+            def meaning(self, X, languages=None):
+                return X
+
+            @fitting
+            def language(self, X, languages=None):
+                return X

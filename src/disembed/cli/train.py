@@ -73,7 +73,16 @@ def add_parser(verbs) -> None:
     p.add_argument("--out", required=True, type=output_dir,
                    help="directory for config.json + model.safetensors")
     add_overwrite(p, "a trained model in --out")
-    data = p.add_argument_group("training data")
+    _add_data_options(p.add_argument_group("training data"))
+    _add_training_options(p.add_argument_group("training (trained methods)"))
+    add_training_path(p)
+    add_encoder(p)
+    add_common(p)
+    p.set_defaults(handler=handle)
+
+
+def _add_data_options(data) -> None:
+    """Where the training pairs come from: the bundled languages or the user's TSV."""
     data.add_argument("--languages", type=csv_list, default=list(DEFAULT_TRAIN_LANGUAGES),
                       help=LANGUAGES_HELP)
     data.add_argument("--pairs-per-language", type=pairs_or_all, default=2000,
@@ -92,7 +101,10 @@ def add_parser(verbs) -> None:
     data.add_argument("--skip-bad-lines", action="store_true",
                       help="--pairs: skip ragged rows and empty sentences (counted) instead of "
                            "stopping")
-    hp = p.add_argument_group("training (trained methods)")
+
+
+def _add_training_options(hp) -> None:
+    """How a trained recipe is trained (closed-form recipes ignore these)."""
     hp.add_argument("--lr", type=positive_float, default=None,
                     help="learning rate (default: the recipe's, 3e-3 for the default recipe)")
     hp.add_argument("--train-batch-size", type=positive_int, default=None,
@@ -114,10 +126,6 @@ def add_parser(verbs) -> None:
     hp.add_argument("--negatives", choices=("paper", "official"), default=None,
                     help="same-language negatives as the paper describes them or as the "
                          "official code draws them (default: the recipe's, paper)")
-    add_training_path(p)
-    add_encoder(p)
-    add_common(p)
-    p.set_defaults(handler=handle)
 
 
 def params_arg(text: str) -> dict:

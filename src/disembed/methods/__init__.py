@@ -9,7 +9,7 @@ ORACLE with any trained recipe on demand.
 
 from __future__ import annotations
 
-from .base import Disentangler
+from .base import Disentangler, fitting, resolving
 from .baseline import Baseline
 from .catalog import (
     METHODS,
@@ -34,6 +34,7 @@ from .oracle import Oracle
 from .seed import Seed
 
 __all__ = ["GLOBAL_ROUTE", "METHODS", "Affine", "Baseline", "Both", "Disentangler", "Dream",
+           "fitting", "resolving",
            "Inter", "Intra", "Leace", "LinearMap", "Lir", "Lsar", "MeanCentering",
            "MeaningMap", "Meat", "NeuralDisentangler", "Oracle", "Seed", "apply_map",
            "composable", "identity_method", "load_disentangler", "make_method", "method_class",

@@ -9,8 +9,10 @@ persistence (:mod:`.persistence`: ``config.json`` + ``model.safetensors``, loade
 
 **What a recipe's methods are wrapped in, and where.** A recipe writes ``fit`` for
 canonical codes of every training row and ``meaning`` / ``language`` / ``views`` for rows
-of ONE route (a code, or one code per row). :meth:`Disentangler.__init_subclass__` wraps
-them when the recipe class is defined, and only there:
+of ONE route (a code, or one code per row), each wrapped by a decorator written on the
+method itself (``@fitting def fit``,
+``@resolving def meaning``); :meth:`Disentangler.__init_subclass__` only checks that none
+is missing, and refuses the class when one is:
 
 * ``fit`` in :func:`fitting`: codes normalised, rows checked finite, the fit timed, and a
   :class:`.LanguageIdentifier` fitted on the raw training embeddings where the recipe
@@ -57,9 +59,17 @@ from .persistence import (  # noqa: F401 - re-exported for the loaders and tests
     read_saved,
 )
 
-#: the methods of a recipe that :meth:`Disentangler.__init_subclass__` wraps, and in what
+#: the methods of a recipe that are decorated, and with what (each recipe writes the
+#: decorator on its method; :meth:`Disentangler.__init_subclass__` refuses a class that
+#: forgot one)
 WRAPPED = {"fit": "fitting", "meaning": "resolving", "language": "resolving",
            "views": "resolving"}
+#: the mark each decorator leaves on the function it returns (``_disembed_wraps``)
+_WRAP_MARKS = {"fitting": "fit", "resolving": "routes"}
+#: what each decorator does, for the error that names a missing one
+WRAP_JOBS = {"fitting": "codes normalised, rows checked, the language identifier fitted",
+             "resolving": "rows routed by their tag or the identifier's posterior, one call "
+                          "per route"}
 
 
 def _check_finite(matrix, name: str, chunk: int = 65536) -> None:
@@ -135,15 +145,22 @@ class Disentangler(LanguageRouting, Persistent, ABC):
         return [self.paper] if self.paper else []
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
-        """Wrap the recipe's own ``fit`` in :func:`fitting` and its ``meaning``,
-        ``language`` and ``views`` in :func:`~.language_routing.resolving` (:data:`WRAPPED`;
-        module docstring): the one place a recipe's methods are wrapped."""
+        """Check that the recipe's own ``fit`` is decorated with :func:`fitting` and its
+        ``meaning``, ``language`` and ``views`` with :func:`~.language_routing.resolving`
+        (:data:`WRAPPED`; module docstring). The wrapping is written where it happens, on
+        the recipe's method; a method without it would silently skip the routing (or the
+        identifier's fit), so the class is refused when it is defined."""
         super().__init_subclass__(**kwargs)
-        wrappers = {"fitting": fitting, "resolving": resolving}
         for attr, wrapper in WRAPPED.items():
             fn = cls.__dict__.get(attr)
-            if fn is not None and not getattr(fn, "_disembed_wraps", False):
-                setattr(cls, attr, wrappers[wrapper](fn))
+            if fn is None or getattr(fn, "__isabstractmethod__", False):
+                continue
+            if getattr(fn, "_disembed_wraps", None) != _WRAP_MARKS[wrapper]:
+                raise TypeError(
+                    f"{cls.__module__}.{cls.__qualname__}.{attr} is not decorated with "
+                    f"@{wrapper}: a recipe's {attr} runs inside it ({WRAP_JOBS[wrapper]}). "
+                    f"Write '@{wrapper}' above 'def {attr}' (from disembed.methods import "
+                    f"{wrapper}), as CONTRIBUTING.md's worked example does")
 
     @property
     def name(self) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import Disentangler, Languages
+from .base import Disentangler, Languages, fitting, resolving
 from .export_map import MeaningMap, single_route
 
 
@@ -19,11 +19,13 @@ class Baseline(Disentangler):
     def __init__(self) -> None:
         pass
 
+    @fitting
     def fit(self, src: np.ndarray, tgt: np.ndarray, src_lang: Languages,
             tgt_lang: Languages) -> "Baseline":
         self.dim_ = int(np.asarray(src).shape[1])
         return self
 
+    @resolving
     def meaning(self, X: np.ndarray, languages: Languages) -> np.ndarray:
         return self._check(X).copy()
 

@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 
 from ..exceptions import CheckpointError, DataError
-from .base import Disentangler, Languages
+from .base import Disentangler, Languages, fitting, resolving
 from .export_map import MeaningMap, affine, single_route
 from .lir import stack_training_rows
 
@@ -81,6 +81,7 @@ class Leace(Disentangler):
     def __init__(self) -> None:
         pass
 
+    @fitting
     def fit(self, src: np.ndarray, tgt: np.ndarray, src_lang: Languages,
             tgt_lang: Languages) -> "Leace":
         X, langs = stack_training_rows(src, tgt, src_lang, tgt_lang)
@@ -99,11 +100,13 @@ class Leace(Disentangler):
         self.dim_ = int(X.shape[1])
         return self
 
+    @resolving
     def language(self, X: np.ndarray, languages: Languages) -> np.ndarray:
         """The erased part ``W^+ P W (e - mu)``; ``languages`` is not needed."""
         X = self._check(X)
         return ((X - self.mean_) @ self.proj_right_.T) @ self.proj_left_.T
 
+    @resolving
     def meaning(self, X: np.ndarray, languages: Languages) -> np.ndarray:
         X = self._check(X)
         return X - ((X - self.mean_) @ self.proj_right_.T) @ self.proj_left_.T

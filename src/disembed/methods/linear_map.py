@@ -45,7 +45,7 @@ import torch
 
 from ..exceptions import CheckpointError, ConfigError, DataError
 from ..util.constraints import SEED, Interval, Options
-from .base import Disentangler, Languages, as_language_array
+from .base import Disentangler, Languages, as_language_array, fitting, resolving
 from .export_map import MeaningMap, affine, identity_layer
 
 logger = logging.getLogger(__name__)
@@ -203,6 +203,7 @@ class LinearMap(Disentangler):
         return {lang: (np.concatenate([p[0] for p in ps]), np.concatenate([p[1] for p in ps]))
                 for lang, ps in sorted(parts.items())}
 
+    @fitting
     def fit(self, src: np.ndarray, tgt: np.ndarray, src_lang: Languages,
             tgt_lang: Languages) -> "LinearMap":
         src, tgt = np.asarray(src, np.float32), np.asarray(tgt, np.float32)
@@ -227,6 +228,7 @@ class LinearMap(Disentangler):
         self.dim_ = int(src.shape[1])
         return self
 
+    @resolving
     def meaning(self, X: np.ndarray, languages: Languages) -> np.ndarray:
         X = self._check(X)
         langs = as_language_array(languages, len(X))

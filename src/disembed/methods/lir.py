@@ -45,7 +45,7 @@ import numpy as np
 
 from ..exceptions import CheckpointError, ConfigError, DataError
 from ..util.constraints import Interval
-from .base import Disentangler, Languages, as_language_array
+from .base import Disentangler, Languages, as_language_array, fitting, resolving
 from .export_map import GLOBAL_ROUTE, MeaningMap, affine
 
 logger = logging.getLogger(__name__)
@@ -122,6 +122,7 @@ class Lir(Disentangler):
         self.rank = check_rank(rank, "lir")
         self.unknown_language = unknown_language
 
+    @fitting
     def fit(self, src: np.ndarray, tgt: np.ndarray, src_lang: Languages,
             tgt_lang: Languages) -> "Lir":
         X, langs = stack_training_rows(src, tgt, src_lang, tgt_lang)
@@ -158,6 +159,7 @@ class Lir(Disentangler):
         self.languages_ = [*self.languages_, code]
         self.components_ = np.concatenate([self.components_, C[None]])
 
+    @resolving
     def language(self, X: np.ndarray, languages: Languages) -> np.ndarray:
         X = self._check(X)
         langs = as_language_array(languages, len(X))
@@ -168,6 +170,7 @@ class Lir(Disentangler):
             out[rows] = (X[rows] @ C) @ C.T
         return out
 
+    @resolving
     def meaning(self, X: np.ndarray, languages: Languages) -> np.ndarray:
         X = self._check(X)
         return X - self.language(X, languages)

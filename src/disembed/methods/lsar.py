@@ -48,7 +48,7 @@ import numpy as np
 
 from ..exceptions import CheckpointError, ConfigError, DataError
 from ..util.constraints import Interval
-from .base import Disentangler, Languages
+from .base import Disentangler, Languages, fitting, resolving
 from .export_map import MeaningMap, affine, single_route
 from .lir import check_rank, check_rank_below_dim, stack_training_rows
 
@@ -81,6 +81,7 @@ class Lsar(Disentangler):
     def __init__(self, rank: int | None = None) -> None:
         self.rank = check_rank(rank, "lsar", allow_none=True)
 
+    @fitting
     def fit(self, src: np.ndarray, tgt: np.ndarray, src_lang: Languages,
             tgt_lang: Languages) -> "Lsar":
         X, langs = stack_training_rows(src, tgt, src_lang, tgt_lang)
@@ -101,11 +102,13 @@ class Lsar(Disentangler):
                     rank, len(languages), np.round(s, 4).tolist())
         return self
 
+    @resolving
     def language(self, X: np.ndarray, languages: Languages) -> np.ndarray:
         """``M_s M_s^T e`` per row; ``languages`` is not needed (kept for the interface)."""
         X = self._check(X)
         return (X @ self.components_) @ self.components_.T
 
+    @resolving
     def meaning(self, X: np.ndarray, languages: Languages) -> np.ndarray:
         X = self._check(X)
         return X - (X @ self.components_) @ self.components_.T

@@ -23,7 +23,7 @@ from typing import Literal
 import numpy as np
 
 from ..exceptions import CheckpointError, ConfigError
-from .base import Disentangler, Languages, as_language_array
+from .base import Disentangler, Languages, as_language_array, fitting, resolving
 from .export_map import MeaningMap, centering_routes
 
 logger = logging.getLogger(__name__)
@@ -51,6 +51,7 @@ class MeanCentering(Disentangler):
         check_unknown_language(unknown_language)
         self.unknown_language = unknown_language
 
+    @fitting
     def fit(self, src: np.ndarray, tgt: np.ndarray, src_lang: Languages,
             tgt_lang: Languages) -> "MeanCentering":
         X = np.concatenate([np.asarray(src, np.float32), np.asarray(tgt, np.float32)])
@@ -97,10 +98,12 @@ class MeanCentering(Disentangler):
         self.languages_ = [*self.languages_, code]
         self.means_ = np.vstack([self.means_, mean[None]])
 
+    @resolving
     def meaning(self, X: np.ndarray, languages: Languages) -> np.ndarray:
         X = self._check(X)
         return X - self._means_for(X, languages)
 
+    @resolving
     def language(self, X: np.ndarray, languages: Languages) -> np.ndarray:
         X = self._check(X)
         return self._means_for(X, languages)

@@ -49,7 +49,7 @@ import torch
 from ..exceptions import CheckpointError, ConfigError, ShapeError
 from ..training import Adversary, Batch, TrainConfig, full_precision, train
 from ..util.constraints import SEED, Boolean, Interval, Options
-from .base import Disentangler, Languages, as_language_array
+from .base import Disentangler, Languages, as_language_array, fitting, resolving
 from .constraints import BatchViews, add_weights, check_weights, needs_of, pick, weighted_loss
 from .export_map import MeaningMap, centering_routes, single_route
 from .guard import check_against_reference, holdout_split
@@ -239,6 +239,7 @@ class NeuralDisentangler(Disentangler):
         self._weights = check_weights(self.term_weights())
         self._needs = needs_of(self._weights)
 
+    @fitting
     def fit(self, src: np.ndarray, tgt: np.ndarray, src_lang: Languages, tgt_lang: Languages,
             *, checkpoint_dir: str | Path | None = None,
             on_epoch_end: Callable[[dict], None] | None = None,
@@ -345,12 +346,15 @@ class NeuralDisentangler(Disentangler):
             l_out += means
         return m_out, l_out
 
+    @resolving
     def meaning(self, X: np.ndarray, languages: Languages) -> np.ndarray:
         return self._parts(X, languages)[0]
 
+    @resolving
     def language(self, X: np.ndarray, languages: Languages) -> np.ndarray:
         return self._parts(X, languages)[1]
 
+    @resolving
     def views(self, X: np.ndarray, language: str) -> dict[str, np.ndarray]:
         m, lang = self._parts(X, language)
         return {"meaning": m, "language": lang}

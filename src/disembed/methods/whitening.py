@@ -24,7 +24,7 @@ import numpy as np
 
 from ..exceptions import CheckpointError, ConfigError
 from ..util.constraints import Boolean, Interval, Options
-from .base import Languages, as_language_array
+from .base import Languages, as_language_array, fitting, resolving
 from .export_map import GLOBAL_ROUTE, MeaningMap, affine, centering_routes
 from .mean_centering import UNKNOWN_LANGUAGE_POLICIES, MeanCentering
 
@@ -50,6 +50,7 @@ class CentredLinear(MeanCentering):
     _parameter_constraints: ClassVar[dict] = {
         "unknown_language": [Options(*UNKNOWN_LANGUAGE_POLICIES)]}
 
+    @fitting
     def fit(self, src: np.ndarray, tgt: np.ndarray, src_lang: Languages,
             tgt_lang: Languages) -> "CentredLinear":
         super().fit(src, tgt, src_lang, tgt_lang)
@@ -66,6 +67,7 @@ class CentredLinear(MeanCentering):
     def _map_of(self, lang: str) -> np.ndarray:
         return self.maps_.get(lang, self.maps_[POOLED])
 
+    @resolving
     def meaning(self, X: np.ndarray, languages: Languages) -> np.ndarray:
         X = self._check(X)
         centred = X - self._means_for(X, languages)
@@ -76,6 +78,7 @@ class CentredLinear(MeanCentering):
             out[rows] = centred[rows] @ self._map_of(lang).T
         return out
 
+    @resolving
     def language(self, X: np.ndarray, languages: Languages) -> np.ndarray:
         X = self._check(X)
         return X - self.meaning(X, languages)

@@ -28,7 +28,7 @@ from ..encoders.truncated import TruncatedEncoder
 from ..evaluation import DEFAULT_TASKS, EvalOptions, Task, TaskScores
 from ..exceptions import ConfigError
 from ..methods import Disentangler, make_method, method_class
-from ..methods.text_path import meaning_of_texts, text_meaning
+from ..methods.text_path import text_meaning
 from ..saved_model import ModelMetadata
 from .spec import RunSpec, TrainingData, Workspace
 from .tasks import build_tasks, kept_out_sets
@@ -102,13 +102,15 @@ def uses_language(method: str, params: Mapping[str, Any] | None = None) -> bool:
     return bool(make_method(method, **dict(params or {})).uses_language)
 
 
-def untagged(model: Disentangler, X: np.ndarray, texts: Sequence[str] | None) -> np.ndarray:
-    """The meaning a user without tags gets, through the one text path
-    (:func:`~disembed.methods.text_path.text_meaning`): each text routed by its script and
-    the model's identifier (without the texts: by the identifier alone)."""
+def untagged(model: Disentangler, X: np.ndarray, texts: Sequence[str] | None,
+             part: str = "meaning") -> Any:
+    """``part`` (the meaning, or ``views``: both parts) as a user without tags gets it,
+    through the one text path (:func:`~disembed.methods.text_path.text_meaning`): each text
+    routed by its script and the model's identifier (without the texts: by the identifier
+    alone). The experiment's one call into the text path."""
     if texts is None:
-        return model.meaning(X)
-    return meaning_of_texts(model, X, texts)
+        return getattr(model, part)(X)
+    return text_meaning(model, X, texts, part=part).vectors
 
 
 def with_untagged(model: Disentangler) -> Callable[..., dict[str, np.ndarray]]:
@@ -130,9 +132,7 @@ def without_tags(model: Disentangler) -> Callable[..., dict[str, np.ndarray]]:
     text routed by its script and the identifier (once for both parts)."""
     def views(X: np.ndarray, _language: str, texts: Sequence[str] | None = None
               ) -> dict[str, np.ndarray]:
-        if texts is None:
-            return model.views(X)
-        return text_meaning(model, X, texts, part="views").vectors
+        return untagged(model, X, texts, part="views")
 
     return views
 

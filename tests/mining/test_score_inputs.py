@@ -83,6 +83,20 @@ def test_the_cli_reads_two_files_and_a_headerless_tsv(forms, capsys):
     assert (forms / "r.out").read_text(encoding="utf-8").splitlines()[0] == "score\ttgt\tsrc"
 
 
+def test_a_headerless_tsv_keeps_its_other_columns(tmp_path):
+    (tmp_path / "h.tsv").write_text("src\tid\ttgt\n" + "".join(
+        f"{a}\t{i}\t{b}\n" for i, (a, b) in enumerate(PAIRS)), encoding="utf-8")
+    (tmp_path / "n.tsv").write_text("".join(
+        f"{a}\t{b}\t{i}\n" for i, (a, b) in enumerate(PAIRS)), encoding="utf-8")
+    enc = HashEncoder(16)
+    score_tsv(tmp_path / "h.tsv", enc, tmp_path / "h.out")
+    score_tsv(tmp_path / "n.tsv", enc, tmp_path / "n.out")  # default: columns 1 and 2
+    lines = (tmp_path / "n.out").read_text(encoding="utf-8").splitlines()
+    assert lines[0] == "score\tsrc\ttgt\tcol3"
+    assert lines[-1].split("\t")[1:] == [*PAIRS[-1], str(len(PAIRS) - 1)]
+    assert scores(tmp_path / "n.out") == scores(tmp_path / "h.out")
+
+
 @pytest.mark.parametrize("chunk_size", [1, 2, 3, 7, 26])
 @pytest.mark.parametrize("threshold", [None, 0.2])
 def test_chunked_output_equals_one_chunk_byte_for_byte(forms, chunk_size, threshold):

@@ -94,17 +94,20 @@ def _drop_blank(chunk: BitextChunk, inputs: Sequence[str | Path], skip_bad: bool
                        [chunk.rows[i] for i in keep], chunk.header)
 
 
-def _columns(chunk: BitextChunk, src_col: str, tgt_col: str) -> tuple[list[str], list[int]]:
+def _columns(chunk: BitextChunk, src_col: str, tgt_col: str, aligned: bool
+             ) -> tuple[list[str], list[int]]:
     """The output's column names (after ``score``) and the row indices they come from: a
     header's columns but an old ``score``; without a header ``src``/``tgt`` for the sentence
-    columns and ``colN`` for the others."""
+    columns (two files: the two files) and ``colN`` for the others."""
     if chunk.header is not None:
         keep = [i for i, c in enumerate(chunk.header) if c != "score"]
         return [chunk.header[i] for i in keep], keep
+    if aligned:
+        return ["src", "tgt"], [0, 1]
+    # as the reader resolves them: numbers are 1-based, the default names the first two
+    s = int(src_col) - 1 if src_col.isdigit() else 0
+    t = int(tgt_col) - 1 if tgt_col.isdigit() else 1
     width = len(chunk.rows[0])
-    if width == 2 and not (src_col.isdigit() or tgt_col.isdigit()):
-        return ["src", "tgt"], [0, 1]  # two files
-    s, t = int(src_col) - 1, int(tgt_col) - 1
     names = ["src" if i == s else "tgt" if i == t else f"col{i + 1}" for i in range(width)]
     return names, list(range(width))
 
@@ -242,7 +245,7 @@ def score_tsv(path: str | Path | Sequence[str | Path], encoder: Encoder, out: st
                                    chunk_size=chunk_size, skip_bad=skip_bad, keep_rows=True))
     chunks = (c for c in chunks if len(c))
     counts = {"pairs": 0, "written": 0}
-    columns = lambda chunk: _columns(chunk, src_col, tgt_col)  # noqa: E731
+    columns = lambda chunk: _columns(chunk, src_col, tgt_col, len(inputs) == 2)  # noqa: E731
     langs = (src_lang, tgt_lang)
     lines = (_cosine_lines(chunks, embed, langs, threshold, columns, counts)
              if kind == "cosine" else

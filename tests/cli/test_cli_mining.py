@@ -47,9 +47,13 @@ def test_mine_reports_bad_input(files, capsys):
     assert main(["mine", str(files / "bad.txt"), str(files / "t.tsv"), "--out",
                  str(files / "m.tsv"), "--encoder", "hash:8"]) == 2
     assert "bad.txt:2: empty sentence" in capsys.readouterr().err
+    # s.tsv has no header row: told there is one, score names the column it lacks and how
+    # to fix it (without --header it reads the first two columns, as filter does)
     assert main(["score", str(files / "s.tsv"), "--out", str(files / "x.tsv"),
-                 "--encoder", "hash:8"]) == 2
-    assert "header has no column(s) ['src', 'tgt']" in capsys.readouterr().err
+                 "--encoder", "hash:8", "--header", "yes"]) == 2
+    err = capsys.readouterr().err
+    assert "no column named 'src'" in err and "--src-col 1 --tgt-col 2" in err
+    assert not (files / "x.tsv").exists()
 
 
 def test_mine_with_a_saved_model_meaning_view(files, capsys):

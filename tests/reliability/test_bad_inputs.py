@@ -191,8 +191,9 @@ ROWS = [
     ("search-empty-queries", "search {empty} {t} --out {out}/q.tsv --encoder hash:8", 2,
      "no sentences; the queries file"),
     ("score-empty-file", "score {empty} --out {out}/sc.tsv --encoder hash:8", 2,
-     "the file is empty; expected a header row"),
-    ("score-missing-column", SCORE + " --src-col nope", 2, "header has no column(s) ['nope']"),
+     "the file is empty; expected one pair per line"),
+    ("score-missing-column", SCORE + " --src-col nope", 2, "no column named 'nope' (no header "
+     "row: the first row ['src', 'tgt'] does not hold both"),
     ("encode-bad-utf8", "encode {badutf8} --out {out}/e.npy --encoder hash:8", 2,
      "are not valid UTF-8"),
     ("encode-empty-line", "encode {words} --out {out}/w.npy --encoder hash:8", 2,
@@ -277,6 +278,8 @@ ROWS = [
      "every row was skipped (2,"),
     ("score-header-only", "score {hdrst} --out {out}/sc.tsv --encoder hash:8", 2,
      "no pairs to score: it holds only the header row"),
+    ("score-every-row-skipped", "score {hdrst} --out {out}/sc.tsv --encoder hash:8 "
+     "--skip-bad-lines", 2, "no pairs to score: every row was skipped"),
     ("score-empty-src-pool", SCORE + " --score ratio --src-pool {empty}", 2,
      "the source pool has no sentences"),
     *[(f"{verb}-seed-past-2^64", VERBS[verb] + " --seed 99999999999999999999999", 2,

@@ -62,17 +62,7 @@ def add_parser(verbs) -> None:
     p.add_argument("--run-dir", default=None,
                    help="folder of the chunk parts a killed run resumes from (default: "
                         "OUT.run)")
-    g = p.add_argument_group("input")
-    g.add_argument("--header", choices=("auto", "yes", "no"), default="auto",
-                   help="whether the TSV's first row names the columns (auto: when it holds "
-                        "--src-col and --tgt-col)")
-    g.add_argument("--no-header", dest="header", action="store_const", const="no",
-                   help="the TSV has no header row (same as --header no)")
-    g.add_argument("--src-col", default="src",
-                   help="source column: a header name, or a number (1-based) without header")
-    g.add_argument("--tgt-col", default="tgt", help="target column (as --src-col)")
-    g.add_argument("--skip-bad-lines", action="store_true",
-                   help="skip undecodable or short rows (logged) instead of stopping")
+    g = add_bitext_options(p)
     g.add_argument("--chunk-size", type=positive_int, default=10000,
                    help="pairs scored together (the margin's neighbours; default 10000)")
     j = p.add_argument_group("decision")
@@ -103,6 +93,29 @@ def add_parser(verbs) -> None:
     p.set_defaults(handler=handle)
 
 
+def add_bitext_options(p: argparse.ArgumentParser):
+    """The options of a bitext input (:func:`~disembed.data.bitext.read_bitext`), shared by
+    ``filter`` and ``score``; returns their group."""
+    g = p.add_argument_group("input")
+    g.add_argument("--header", choices=("auto", "yes", "no"), default="auto",
+                   help="whether the TSV's first row names the columns (auto: when it holds "
+                        "--src-col and --tgt-col)")
+    g.add_argument("--no-header", dest="header", action="store_const", const="no",
+                   help="the TSV has no header row (same as --header no)")
+    g.add_argument("--src-col", default="src",
+                   help="source column: a header name, or a number (1-based) without header")
+    g.add_argument("--tgt-col", default="tgt", help="target column (as --src-col)")
+    g.add_argument("--skip-bad-lines", action="store_true",
+                   help="skip undecodable, short or empty rows (logged) instead of stopping")
+    return g
+
+
+def check_bitext_inputs(inputs: list[str]) -> None:
+    """One TSV or two line-aligned files (argparse's ``nargs="+"`` takes any number)."""
+    if len(inputs) > 2:
+        raise argparse.ArgumentTypeError("give one TSV or two line-aligned files")
+
+
 def _choose_on_dev(args: argparse.Namespace, scorer: PairScorer) -> float:
     choice = threshold_from_dev(args.dev, scorer, src_lang=args.src_lang,
                                 tgt_lang=args.tgt_lang)
@@ -116,8 +129,7 @@ def _choose_on_dev(args: argparse.Namespace, scorer: PairScorer) -> float:
 
 
 def handle(args: argparse.Namespace) -> int:
-    if len(args.inputs) > 2:
-        raise argparse.ArgumentTypeError("give one TSV or two line-aligned files")
+    check_bitext_inputs(args.inputs)
     scores_out = args.scores_out or f"{args.out}.scores.tsv"
     for out in (args.out, scores_out):
         check_not_inputs(out, {f"BITEXT {i + 1}": f for i, f in enumerate(args.inputs)})

@@ -40,13 +40,17 @@ _GZIP_MAGIC = b"\x1f\x8b"
 @dataclass
 class BitextChunk:
     """Pairs ``start .. start + len - 1`` of a bitext: ``lines`` (the 1-based input line of
-    each pair), ``src`` and ``tgt``; ``index`` is the chunk's number from 0."""
+    each pair), ``src`` and ``tgt``; ``index`` is the chunk's number from 0. With
+    ``keep_rows``: ``rows``, every column of each pair's TSV row (``[src, tgt]`` for two
+    files), and ``header``, the TSV's header row (``None``: none)."""
 
     index: int
     start: int
     lines: list[int] = field(default_factory=list)
     src: list[str] = field(default_factory=list)
     tgt: list[str] = field(default_factory=list)
+    rows: list[list[str]] = field(default_factory=list)
+    header: list[str] | None = None
 
     def __len__(self) -> int:
         return len(self.src)
@@ -105,13 +109,14 @@ def _lines(name: str | Path, skip_bad: bool) -> Iterator[tuple[int, str | None]]
             stream.close()
 
 
-def _column(name: str, fields: list[str] | None, where: str) -> int:
+def _column(name: str, fields: list[str] | None, where: str, first: list[str]) -> int:
     if name.isdigit():
         if int(name) < 1:
             raise ConfigError(f"column numbers start at 1, got {name}")
         return int(name) - 1
     if fields is None or name not in fields:
-        found = "no header row" if fields is None else f"the header row {fields}"
+        found = (f"no header row: the first row {first} does not hold both column names"
+                 if fields is None else f"the header row {fields}")
         raise DataError(f"{where}: no column named {name!r} ({found}); name the sentence "
                         "columns (--src-col/--tgt-col), or give their numbers for a file "
                         "without a header (--src-col 1 --tgt-col 2)")
@@ -124,8 +129,8 @@ def _has_header(first: list[str], header: str, src_col: str, tgt_col: str) -> bo
     return src_col in first and tgt_col in first
 
 
-def _tsv_pairs(name: str | Path, header: str, src_col: str, tgt_col: str, skip_bad: bool
-               ) -> Iterator[tuple[int, str, str]]:
+def _tsv_pairs(name: str | Path, header: str, src_col: str, tgt_col: str, skip_bad: bool,
+               meta: dict) -> Iterator[tuple[int, str, str, list[str]]]:
     where = "standard input" if str(name) == "-" else str(name)
     lines = _lines(name, skip_bad)
     first = next(lines, None)
@@ -135,8 +140,9 @@ def _tsv_pairs(name: str | Path, header: str, src_col: str, tgt_col: str, skip_b
     named = header == "yes" or _has_header(fields, header, src_col, tgt_col)
     if not named and (src_col, tgt_col) == ("src", "tgt"):
         src_col, tgt_col = "1", "2"  # the default names, no header row: the first two
-    s = _column(src_col, fields if named else None, where)
-    t = _column(tgt_col, fields if named else None, where)
+    s = _column(src_col, fields if named else None, where, fields[:8])
+    t = _column(tgt_col, fields if named else None, where, fields[:8])
+    meta["header"] = fields if named else None
     rows = lines if named else _chain(first, lines)
     for number, text in rows:
         if text is None:
@@ -149,7 +155,7 @@ def _tsv_pairs(name: str | Path, header: str, src_col: str, tgt_col: str, skip_b
                 raise DataError(msg)
             logger.warning("skipped %s", msg)
             continue
-        yield number, cols[s], cols[t]
+        yield number, cols[s], cols[t], cols
 
 
 def _chain(first, rest):
@@ -158,7 +164,7 @@ def _chain(first, rest):
 
 
 def _aligned_pairs(src_name: str | Path, tgt_name: str | Path, skip_bad: bool
-                   ) -> Iterator[tuple[int, str, str]]:
+                   ) -> Iterator[tuple[int, str, str, list[str]]]:
     if str(src_name) == "-" and str(tgt_name) == "-":
         raise ConfigError("standard input can be only one of the two files")
     a, b = _lines(src_name, skip_bad), _lines(tgt_name, skip_bad)
@@ -183,31 +189,36 @@ def _aligned_pairs(src_name: str | Path, tgt_name: str | Path, skip_bad: bool
                 raise DataError(msg)
             logger.warning("skipped %s", msg)
             continue
-        yield x[0], x[1], y[1]
+        yield x[0], x[1], y[1], [x[1], y[1]]
 
 
 def read_bitext(inputs: str | Path | Sequence[str | Path], *, header: str = "auto",
                 src_col: str = "src", tgt_col: str = "tgt", chunk_size: int = 10000,
-                skip_bad: bool = False) -> Iterator[BitextChunk]:
+                skip_bad: bool = False, keep_rows: bool = False) -> Iterator[BitextChunk]:
     """The pairs of ``inputs`` (one TSV, or two line-aligned files; module docstring) as
-    chunks of at most ``chunk_size`` pairs."""
+    chunks of at most ``chunk_size`` pairs (``keep_rows``: with every column of each row
+    and the header row, for a job that writes the input's columns back)."""
     if header not in HEADERS:
         raise ConfigError(f"header must be one of {HEADERS}, got {header!r}")
     if chunk_size < 1:
         raise ConfigError(f"chunk_size must be at least 1, got {chunk_size}")
     names = [inputs] if isinstance(inputs, (str, Path)) else list(inputs)
+    meta: dict = {"header": None}
     if len(names) == 1:
-        pairs = _tsv_pairs(names[0], header, str(src_col), str(tgt_col), skip_bad)
+        pairs = _tsv_pairs(names[0], header, str(src_col), str(tgt_col), skip_bad, meta)
     elif len(names) == 2:
         pairs = _aligned_pairs(names[0], names[1], skip_bad)
     else:
         raise ConfigError(f"a bitext is one TSV or two line-aligned files, got {len(names)} "
                           "inputs")
     chunk = BitextChunk(0, 0)
-    for number, s, t in pairs:
+    for number, s, t, cols in pairs:
         chunk.lines.append(number)
         chunk.src.append(s)
         chunk.tgt.append(t)
+        if keep_rows:
+            chunk.rows.append(cols)
+            chunk.header = meta["header"]
         if len(chunk) == chunk_size:
             yield chunk
             chunk = BitextChunk(chunk.index + 1, chunk.start + chunk_size)

@@ -196,7 +196,7 @@ class SavedModel:
             if encoder.identity.to_dict() == saved.to_dict():
                 return encoder, self.requested_encoder, dict(self.encoder_options)
             if self._stand_in_note(saved, encoder.identity) is None:
-                self._refuse(saved, encoder, self.requested_encoder)
+                raise self._refusal(saved, encoder, self.requested_encoder)
             logger.info("%s: %s gives %s here; the model runs with the encoder it was saved "
                         "with, %s", self.path, self.requested_encoder,
                         _describe(encoder.identity), _describe(saved))
@@ -229,8 +229,10 @@ class SavedModel:
             return None
         return backend.interchangeable(saved, here)
 
-    def _refuse(self, saved: EncoderIdentity, encoder: Encoder, spec_name: str) -> None:
-        raise ConfigError(
+    def _refusal(self, saved: EncoderIdentity, encoder: Encoder, spec_name: str
+                 ) -> ConfigError:
+        """The error for an encoder the model was not trained on."""
+        return ConfigError(
             f"the model in {self.path} was trained on encoder "
             f"{self.metadata.encoder_spec or '?'} = {_describe(saved)}, but this run uses "
             f"{spec_name} = {_describe(encoder.identity)}; use the encoder it was trained "
@@ -245,9 +247,10 @@ class SavedModel:
         here = encoder.identity.to_dict()
         allowed = [x.to_dict() for x in (saved, self._fallback) if x is not None]
         if saved is not None and here not in allowed:
+            refusal = self._refusal(saved, encoder, spec_name)
             note = self._stand_in_note(saved, encoder.identity)
             if note is None:
-                self._refuse(saved, encoder, spec_name)
+                raise refusal
             logger.warning("%s: %s", self.path, note)
         if encoder.dim != self.disentangler.dim_:
             raise ConfigError(f"the model in {self.path} expects {self.disentangler.dim_}-d "

@@ -102,26 +102,18 @@ def uses_language(method: str, params: Mapping[str, Any] | None = None) -> bool:
     return bool(make_method(method, **dict(params or {})).uses_language)
 
 
-def untagged(model: Disentangler, X: np.ndarray, texts: Sequence[str] | None,
-             part: str = "meaning") -> Any:
-    """``part`` (the meaning, or ``views``: both parts) as a user without tags gets it,
-    through the one text path (:func:`~disembed.methods.text_path.text_meaning`): each text
-    routed by its script and the model's identifier (without the texts: by the identifier
-    alone). The experiment's one call into the text path."""
-    if texts is None:
-        return getattr(model, part)(X)
-    return text_meaning(model, X, texts, part=part).vectors
-
-
 def with_untagged(model: Disentangler) -> Callable[..., dict[str, np.ndarray]]:
     """``model.views`` plus, for a model that uses a language, the meaning part computed
     without the tag (:data:`UNTAGGED_VIEW`): what a user without tags gets, beside the
-    gold-tag score in every table."""
+    gold-tag score in every table, through the one text path
+    (:func:`~disembed.methods.text_path.text_meaning`: each text routed by its script and the
+    model's identifier; without the texts, by the identifier alone)."""
     def views(X: np.ndarray, language: str, texts: Sequence[str] | None = None
               ) -> dict[str, np.ndarray]:
         out = model.views(X, language)
         if model.uses_language and model.language_identifier is not None:
-            out[UNTAGGED_VIEW] = untagged(model, X, texts)
+            out[UNTAGGED_VIEW] = (model.meaning(X) if texts is None
+                                  else text_meaning(model, X, texts).vectors)
         return out
 
     return views
@@ -132,7 +124,9 @@ def without_tags(model: Disentangler) -> Callable[..., dict[str, np.ndarray]]:
     text routed by its script and the identifier (once for both parts)."""
     def views(X: np.ndarray, _language: str, texts: Sequence[str] | None = None
               ) -> dict[str, np.ndarray]:
-        return untagged(model, X, texts, part="views")
+        if texts is None:
+            return model.views(X)
+        return text_meaning(model, X, texts, part="views").vectors
 
     return views
 
@@ -173,7 +167,7 @@ def evaluate(model: Disentangler, encoder: Encoder,
     instances. ``tags``: ``"gold"`` gives the model each sentence's language, ``"none"``
     gives it none, only each text's script (the model identifies the language from the
     embedding among the languages that write that script, as a user without tags has it
-    on every surface: :func:`untagged`). A language the model never saw is always handled
+    on every surface: :func:`with_untagged`). A language the model never saw is always handled
     inductively (the model's fallback or calibration; nothing from the test set).
     """
     if tags not in ("gold", "none"):

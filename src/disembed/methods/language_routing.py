@@ -33,6 +33,7 @@ from ..util.text import text_list
 from .export_map import GLOBAL_ROUTE
 from .language_id import UNKNOWN, LanguageIdentifier, LanguagePrediction
 from .routing import Routing
+from .text_path import reported_languages
 
 logger = logging.getLogger(__name__)
 
@@ -167,11 +168,11 @@ class LanguageRouting:
 
     def resolve_languages(self, X: np.ndarray, languages: Languages) -> np.ndarray:
         """``(n,)`` the code each row is reported as: its canonical tag, or for a row the
-        model routes by the identifier, :meth:`Routing.reported
-        <.routing.Routing.reported>`'s code (the most likely language its script allows, or
-        ``und`` / ``und-<Script>`` where unsure). ``meaning`` does not route by these codes:
+        model routes by the identifier, :func:`~.text_path.reported_languages`' code (the
+        most likely language its script allows, or ``und`` / ``und-<Script>`` where
+        unsure). ``meaning`` does not route by these codes:
         such a row is a mixture."""
-        codes, _ = self.routing(X, languages).reported(self.language_identifier)
+        codes, _ = reported_languages(self.routing(X, languages), self.language_identifier)
         return np.array(codes, dtype=object).reshape(len(X))
 
     @property

@@ -77,25 +77,6 @@ class Routing:
         """Every row by its code."""
         return cls(codes, np.zeros(len(codes), bool), np.zeros((0, 0)), ())
 
-    def reported(self, identifier: Any, scripts: Sequence[str | None] | None = None
-                 ) -> tuple[list[str | None], list[float | None]]:
-        """``(codes, probabilities)``: the code each row is reported as, from this routing's
-        identifier pass: a hard-routed row's code (probability ``None``); a mixed row's most
-        likely language among those its script allows, with its probability, or ``und`` /
-        ``und-<Script>`` where unsure or no training language writes the script
-        (:meth:`~.language_id.LanguageIdentifier.report`). ``scripts``: the mixed rows'
-        scripts as reported, where the caller knows more than the tags (a text without a
-        letter, :data:`~disembed.util.routing_rule.NO_SCRIPT`); default: the tags'."""
-        codes = [None if c is None else str(c) for c in self.codes.tolist()]
-        probs: list[float | None] = [None] * len(codes)
-        if self.mixed.any() and identifier is not None and self.scores is not None:
-            tags, p = identifier.report(self.scripts if scripts is None else scripts,
-                                        self.scores)
-            for i, tag, q in zip(np.flatnonzero(self.mixed).tolist(), tags, p.tolist(),
-                                 strict=True):
-                codes[i], probs[i] = tag, float(q)
-        return codes, probs
-
     def apply(self, call: Callable[[np.ndarray | None, Any], Any], n: int) -> Any:
         """The recipe's output for all ``n`` rows. ``call(rows, code)`` runs the recipe on the
         rows ``rows`` (an index array; ``None``: all rows) with ``code`` (one code, or one per

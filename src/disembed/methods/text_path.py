@@ -59,10 +59,31 @@ def text_meaning(model: Any, X: np.ndarray, texts: Sequence[str], languages: Any
     vectors = model.routed(part, X, routing)
     letterless = [NO_SCRIPT if tag is None else script_subtag(tag)
                   for tag, mixed in zip(tags, routing.mixed.tolist(), strict=True) if mixed]
-    codes, probs = routing.reported(model.language_identifier, letterless)
+    codes, probs = reported_languages(routing, model.language_identifier, letterless)
     predicted = [bool(model.uses_language) and (tag is None or script_subtag(tag) is not None)
                  for tag in tags]
     return TextMeaning(vectors, codes, probs, predicted)
+
+
+def reported_languages(routing: Any, identifier: Any, scripts: Sequence[str | None] | None = None
+                       ) -> tuple[list[str | None], list[float | None]]:
+    """``(codes, probabilities)``: the code each row of ``routing`` (a
+    :class:`~.routing.Routing`) is reported as, from that routing's identifier pass: a
+    hard-routed row's code (probability ``None``); a mixed row's most likely language among
+    those its script allows, with its probability, or ``und`` / ``und-<Script>`` where unsure
+    or no training language writes the script
+    (:meth:`~.language_id.LanguageIdentifier.report`). ``scripts``: the mixed rows' scripts
+    as reported, where the caller knows more than the tags (a text without a letter,
+    :data:`~disembed.util.routing_rule.NO_SCRIPT`); default: the tags'."""
+    codes = [None if c is None else str(c) for c in routing.codes.tolist()]
+    probs: list[float | None] = [None] * len(codes)
+    if routing.mixed.any() and identifier is not None and routing.scores is not None:
+        tags, p = identifier.report(routing.scripts if scripts is None else scripts,
+                                    routing.scores)
+        for i, tag, q in zip(np.flatnonzero(routing.mixed).tolist(), tags, p.tolist(),
+                             strict=True):
+            codes[i], probs[i] = tag, float(q)
+    return codes, probs
 
 
 def meaning_of_texts(model: Any, X: np.ndarray, texts: Sequence[str], languages: Any = None

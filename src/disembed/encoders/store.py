@@ -109,8 +109,8 @@ class EmbeddingStore:
             raise ConfigError(f"embedding cache {root} is not a directory (a file is in the "
                               "way); pass --cache-dir DIR or set DISEMBED_CACHE_DIR to a "
                               "folder") from None
-        remove_stale_temps(self.dir)  # left by killed jobs (a live job's are kept)
         self._check_identity()
+        remove_stale_temps(self.dir)  # left by killed jobs (a live job's are kept)
         self._shards: list[_Shard] = []
         self._index: dict[bytes, tuple[int, int]] = {}
         self._load_shards()

@@ -64,8 +64,9 @@ def write_report(result, out: Path, *, json_name: str, markdown_name: str,
     of it; returns the markdown's path."""
     result.to_json(out / json_name)
     text = render(result)
+    page = markdown_page(text, title=title, base_dir=out)
     atomic_write_text(out / markdown_name, text)
-    atomic_write_text(out / "report.html", markdown_page(text, title=title, base_dir=out))
+    atomic_write_text(out / "report.html", page)
     logger.info("%s: %s", title, out / "report.html")
     return out / markdown_name
 

@@ -20,7 +20,11 @@ row's answer never depends on the other rows of the call.
 for a row without a tag (:mod:`.routing`): the posterior tempered by ``route_temperature``
 ``T``, ``softmax(logits / T)``, weights below :data:`MIN_ROUTE_WEIGHT` dropped and the rest
 renormalised. ``T`` was chosen on validation data (docs/language_free.md, "No hard
-route"); it is saved with the identifier, so it is part of the saved model.
+route"); it is saved with the identifier, so it is part of the saved model. So is
+``prior_confidence`` (:data:`~disembed.util.routing_rule.PRIOR_CONFIDENCE`): where the
+posterior restricted to the languages of a text's script is unsure, the route takes a share
+of the whole posterior (docs/language_free.md, "When the prior is unsure"); a model saved
+before it keeps the prior whole (``None``).
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ import numpy as np
 from ..data.languages import language_scripts
 from ..exceptions import CheckpointError, ConfigError, NotFittedError
 from ..util import routing_rule as rule
-from ..util.routing_rule import MIN_ROUTE_WEIGHT, ROUTE_MAPS
+from ..util.routing_rule import MIN_ROUTE_WEIGHT, PRIOR_CONFIDENCE, ROUTE_MAPS
 
 logger = logging.getLogger(__name__)
 
@@ -86,7 +90,8 @@ class LanguageIdentifier:
     def __init__(self, kind: Literal["centroid", "softmax"] = "softmax", l2: float = 1e-4,
                  temperature: float = 20.0, outlier_quantile: float = 0.001,
                  route_temperature: float = DEFAULT_ROUTE_TEMPERATURE,
-                 route_map: Literal["softmax", "sparsemax"] = DEFAULT_ROUTE_MAP) -> None:
+                 route_map: Literal["softmax", "sparsemax"] = DEFAULT_ROUTE_MAP,
+                 prior_confidence: Sequence[float] | None = PRIOR_CONFIDENCE) -> None:
         if kind not in KINDS:
             raise ConfigError(f"language identifier kind must be one of {KINDS}; got {kind!r}")
         if route_map not in ROUTE_MAPS:
@@ -98,6 +103,7 @@ class LanguageIdentifier:
         self.kind, self.l2, self.temperature = kind, l2, temperature
         self.outlier_quantile = outlier_quantile
         self.route_temperature = float(route_temperature)
+        self.prior_confidence = checked_confidence(prior_confidence, ConfigError)
 
     @property
     def is_fitted(self) -> bool:
@@ -145,7 +151,7 @@ class LanguageIdentifier:
         where the caller has them already (no second pass)."""
         scores = self.logits(X) if scores is None else scores
         return rule.route_weights(scores, self.route_temperature, self.route_map,
-                                  MIN_ROUTE_WEIGHT, allowed)
+                                  MIN_ROUTE_WEIGHT, allowed, self.prior_confidence)
 
     def language_scripts(self) -> dict[str, list[str]]:
         """Each known language's scripts (:func:`~disembed.data.languages.language_scripts`),
@@ -209,17 +215,22 @@ class LanguageIdentifier:
         return {"kind": self.kind, "l2": self.l2, "temperature": self.temperature,
                 "outlier_quantile": self.outlier_quantile, "languages": self.languages_,
                 "threshold": self.threshold_, "route_temperature": self.route_temperature,
-                "route_map": self.route_map}
+                "route_map": self.route_map,
+                "prior_confidence": None if self.prior_confidence is None
+                else list(self.prior_confidence)}
 
     @classmethod
     def from_saved(cls, config: dict[str, Any], state: dict[str, np.ndarray],
                    prefix: str) -> "LanguageIdentifier":
         try:
-            # a model saved before route weights existed mixes with the default temperature
+            # a model saved before route weights existed mixes with the default temperature,
+            # and one saved before the prior's confidence keeps the prior whole
             lid = cls(config["kind"], config["l2"], config["temperature"],
                       config["outlier_quantile"],
                       config.get("route_temperature", DEFAULT_ROUTE_TEMPERATURE),
                       config.get("route_map", DEFAULT_ROUTE_MAP))
+            lid.prior_confidence = checked_confidence(config.get("prior_confidence"),
+                                                      CheckpointError)
             lid.languages_ = list(config["languages"])
             lid.threshold_ = float(config["threshold"])
             lid.center_ = state[f"{prefix}center"]
@@ -236,6 +247,22 @@ class LanguageIdentifier:
             raise CheckpointError(f"saved language identifier has wrong shapes (got, expected): "
                                   f"{wrong}")
         return lid
+
+
+def checked_confidence(value: Any, error: type[Exception]) -> tuple[float, float] | None:
+    """``(lo, hi)`` with ``0 <= lo < hi <= 1`` (or ``None``), as floats; ``error`` (a
+    ``ConfigError`` for a caller's value, a ``CheckpointError`` for a saved one) otherwise."""
+    if value is None:
+        return None
+    try:
+        lo, hi = (float(v) for v in value)
+    except (TypeError, ValueError):
+        lo = hi = float("nan")
+    if not 0.0 <= lo < hi <= 1.0:
+        raise error(f"prior_confidence must be two probabilities (lo, hi) with 0 <= lo < hi "
+                    f"<= 1 (the script prior's top weight where it starts and stops giving "
+                    f"way to the whole posterior), or None (the prior whole); got {value!r}")
+    return lo, hi
 
 
 def _fit_softmax(Z: np.ndarray, y: np.ndarray, n_classes: int, l2: float

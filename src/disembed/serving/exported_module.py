@@ -17,7 +17,9 @@ embedding, exactly as disembed's ``model.meaning`` (``disembed.methods.routing``
    anything else is an error;
 2. without one (or where the fallback is ``mixture``), the routing rule's mixture of every
    language's route weighted by the identifier's posterior over the languages that write
-   the text's script (``und-Hani`` names the script of every row). The text is the
+   the text's script (``und-Hani`` names the script of every row), giving way to the whole
+   posterior where that restricted posterior is unsure (``prior_confidence``; ``None`` in
+   an older export: never). The text is the
    caller's, without the prompt: the transformer (``packed_transformer.py``) hands the
    texts on as the feature ``TEXTS_FEATURE``. A module config without the script table (an
    older export) mixes by the whole posterior, as before;
@@ -64,7 +66,7 @@ class LanguageRoutedMeaning(Module):
     config_keys = ["languages", "routes", "activations", "aliases", "unknown", "threshold",
                    "route_temperature", "route_map", "min_route_weight", "valid_languages",
                    "no_language", "pooling", "language_scripts", "script_names",
-                   "script_ranges"]
+                   "script_ranges", "prior_confidence"]
     forward_kwargs = {"task", "language"}
 
     def __init__(self, languages: list[str], routes: list[str],
@@ -77,6 +79,7 @@ class LanguageRoutedMeaning(Module):
                  language_scripts: dict[str, list[str]] | None = None,
                  script_names: list[str] | None = None,
                  script_ranges: dict[str, list[int]] | None = None,
+                 prior_confidence: list[float] | None = None,
                  tensors: dict[str, torch.Tensor] | None = None) -> None:
         super().__init__()
         self.languages, self.routes, self.activations = list(languages), list(routes), activations
@@ -93,6 +96,8 @@ class LanguageRoutedMeaning(Module):
         # the script prior (module docstring); None: an older export, no prior
         self.language_scripts = language_scripts
         self.script_names, self.script_ranges = script_names, script_ranges
+        # where the prior gives way to the whole posterior; None: an older export, never
+        self.prior_confidence = prior_confidence
         self.tensors = {k: v.float() for k, v in (tensors or {}).items()}
 
     # --- the language of each row -------------------------------------------
@@ -148,7 +153,7 @@ class LanguageRoutedMeaning(Module):
         scores = logits(e.detach().float().cpu().numpy(), t["lid.center"].numpy(),
                         t["lid.W"].numpy(), t["lid.b"].numpy())
         return route_weights(scores, self.route_temperature, self.route_map,
-                             self.min_route_weight, mask)
+                             self.min_route_weight, mask, self.prior_confidence)
 
     def identify(self, e: torch.Tensor) -> list[str]:
         """The most likely language of each row of ``e (n, d)`` (reporting only: the

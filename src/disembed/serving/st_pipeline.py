@@ -88,6 +88,8 @@ def identifying_module(mmap: MeaningMap, identifier, aliases: dict[str, str], un
         script_names=list(SCRIPTS),
         script_ranges=dict(zip(("starts", "ends", "scripts"), map(list, script_ranges()),
                                strict=True)),
+        prior_confidence=None if identifier.prior_confidence is None
+        else list(identifier.prior_confidence),
         tensors={k: torch.tensor(np.ascontiguousarray(v, dtype=np.float32))
                  for k, v in tensors.items()})
 

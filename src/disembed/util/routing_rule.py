@@ -20,8 +20,14 @@ caller's tag, if any.
    such as ``Jpan`` stands for several, :data:`SCRIPT_PARTS`); every language where none
    does or the text has no letter.
 3. **The identifier's posterior** (:func:`logits`, :func:`route_weights`):
-   ``z = (e - c) / |e - c|``, ``w = softmax((W z + b) / T)`` (or ``sparsemax``) over the
-   allowed languages, weights below ``min_weight`` dropped and the rest renormalised.
+   ``z = (e - c) / |e - c|``, ``r = softmax((W z + b) / T)`` (or ``sparsemax``) over the
+   allowed languages. Where ``r`` is unsure of the language (its top weight ``p`` below
+   the upper end ``hi`` of the model's ``prior_confidence``, :data:`PRIOR_CONFIDENCE`),
+   the prior gives way to the whole posterior ``q`` (the same map over every language):
+   ``w = g r + (1 - g) q`` with ``g = clip((p - lo) / (hi - lo), 0, 1)``
+   (:func:`prior_share`): a text in a language the model never saw (Turkmen, Marathi) is
+   routed as the identifier sees it, not forced among the languages that share its script.
+   Then weights below ``min_weight`` are dropped and the rest renormalised.
 4. **The mixture** (:func:`mixture`): ``m = sum_k w_k route_k(e)``, in float64. No argmax:
    ``m`` is continuous in ``e``, so float rounding cannot move a text to another language.
 5. **The reported language** (:func:`reported_languages`): the language of the largest
@@ -64,6 +70,12 @@ NO_SCRIPT = "Zyyy"
 ROUTE_MAPS = ("softmax", "sparsemax")
 #: a route weight below this is dropped (and the row's other weights renormalised)
 MIN_ROUTE_WEIGHT = 1e-4
+#: ``(lo, hi)``: where the script prior's top weight is below ``hi`` the route takes a share of
+#: the whole posterior, all of it at ``lo`` and below (:func:`prior_share`); chosen on
+#: validation data (docs/language_free.md, "When the prior is unsure";
+#: scripts/unseen_script_prior.py). ``hi`` is :data:`REPORT_THRESHOLD`: the prior holds
+#: whole exactly where the row's language would be reported
+PRIOR_CONFIDENCE = (0.7, 0.9)
 #: a reported language whose probability is below this is ``und`` (chosen on validation
 #: data: docs/ecosystem.md, "Reported language"; scripts/report_threshold.py)
 REPORT_THRESHOLD = 0.9
@@ -155,22 +167,42 @@ def sparsemax(z: np.ndarray) -> np.ndarray:
     return np.maximum(z - tau[:, None], 0.0)
 
 
-def route_weights(scores: np.ndarray, temperature: float = 1.0, route_map: str = "softmax",
-                  min_weight: float = MIN_ROUTE_WEIGHT, mask: np.ndarray | None = None
-                  ) -> np.ndarray:
-    """``(n, L) float64``: each language's weight for each row of ``scores`` (the
-    :func:`logits`): masked (``mask (n, L) bool``: the others' logits are ``-inf``), then
-    ``softmax(scores / temperature)`` (or sparsemax), then weights below ``min_weight``
-    dropped and each row renormalised."""
-    z = np.asarray(scores, np.float64) / temperature
-    if mask is not None:
-        z = np.where(mask, z, -np.inf)
+def mapped(z: np.ndarray, route_map: str = "softmax") -> np.ndarray:
+    """``(n, L) float64``: the route map of logits ``z`` (``-inf``: a language the row may
+    not be in), row by row: ``softmax`` or ``sparsemax``."""
     z = z - z.max(axis=1, keepdims=True)
     if route_map == "sparsemax":
-        w = sparsemax(z)
+        return sparsemax(z)
+    w = np.exp(z)
+    return w / w.sum(axis=1, keepdims=True)
+
+
+def prior_share(restricted: np.ndarray, confidence: Sequence[float] | None) -> np.ndarray:
+    """``(n,)``: how much of each row's route the script prior decides, from the top weight
+    ``p`` of its restricted posterior ``restricted (n, L)``: 1 from ``hi`` up, 0 at ``lo``
+    and below, linear between (``confidence = (lo, hi)``; ``None``: always 1, the prior
+    whole, as models saved before it)."""
+    if confidence is None or not restricted.size:
+        return np.ones(len(restricted))
+    lo, hi = confidence
+    return np.clip((restricted.max(axis=1) - lo) / (hi - lo), 0.0, 1.0)
+
+
+def route_weights(scores: np.ndarray, temperature: float = 1.0, route_map: str = "softmax",
+                  min_weight: float = MIN_ROUTE_WEIGHT, mask: np.ndarray | None = None,
+                  confidence: Sequence[float] | None = None) -> np.ndarray:
+    """``(n, L) float64``: each language's weight for each row of ``scores`` (the
+    :func:`logits`): ``softmax(scores / temperature)`` (or sparsemax) over the languages of
+    ``mask (n, L) bool`` (the others' logits are ``-inf``), blended with the same map over
+    every language where that restricted posterior is unsure (:func:`prior_share` with
+    ``confidence``), then weights below ``min_weight`` dropped and each row renormalised."""
+    z = np.asarray(scores, np.float64) / temperature
+    if mask is None:
+        w = mapped(z, route_map)
     else:
-        w = np.exp(z)
-        w /= w.sum(axis=1, keepdims=True)
+        restricted = mapped(np.where(mask, z, -np.inf), route_map)
+        g = prior_share(restricted, confidence)[:, None]
+        w = restricted if np.all(g == 1.0) else g * restricted + (1 - g) * mapped(z, route_map)
     w[w < min_weight] = 0.0
     return w / w.sum(axis=1, keepdims=True)
 

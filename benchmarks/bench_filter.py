@@ -2,9 +2,9 @@
 
     PYTHONPATH=src python benchmarks/bench_filter.py --out /tmp/bench_filter.json
 
-**Data.** For each of de-en, ru-en, zh-en and ar-en, ``--good`` true pairs from the
-Tatoeba test set (LASER v1, ``/work/shared/data/tatoeba``) and ``--noise`` planted noisy
-pairs of each type, built from other pairs of the same set:
+**Data.** For each of de-en, ru-en, zh-en and ar-en (``--languages``), ``--good`` true
+pairs from the Tatoeba test set (LASER v1, ``/work/shared/data/tatoeba``) and ``--noise``
+planted noisy pairs of each type, built from other pairs of the same set:
 
 * ``copy``: the source as its own target, half exact, half near (case changed, last word
   dropped); ``untranslated``: the target is the next source-language sentence;
@@ -22,16 +22,18 @@ that type on the test split (ties count half), from each method's continuous sco
 F1 of "keep" at the validation threshold.
 
 **Methods.** ``disembed`` (the filter: rules, the model's language identifier on each
-side, ratio margin of the meaning cosine; a rule drop ranks below every kept pair);
-``disembed+langid`` (langid instead of the model's identifier); OpusFilter 3.3.1's
-LengthRatioFilter (char, 3), CharacterScoreFilter (each side's script, 1.0),
+side, ratio margin of the meaning cosine less the length-coverage penalty; a rule drop
+ranks below every kept pair); ``disembed+langid`` (langid instead of the model's
+identifier); ``disembed, margin only`` (the filter without the length-coverage term);
+OpusFilter 3.3.1's LengthRatioFilter (char, 3), CharacterScoreFilter (each side's script, 1.0),
 TerminalPunctuationFilter (-2), NonZeroNumeralsFilter (0.5) and its LangidFilter (its
 ``confidence`` re-run with langid 1.1.6: OpusFilter's own needs py3langid's removed
 ``from_pickled_model``), as all-must-pass plus the sum of its scores for AUC;
 bicleaner-hardrules' rules re-implemented (its package needs fasttext, which does not
 build here: see docs/filtering.md); LASER-style ratio margin on the raw embeddings;
 mean-centering's meaning cosine. The disentangler is mean-centering fitted on
-``build_training_set`` pairs (no Tatoeba test sentence in them) for de, ru, zh, ar, fr, ja.
+``build_training_set`` pairs (no Tatoeba test sentence in them) for de, ru, zh, ar, fr, ja
+(``--train-languages``; default: ``--languages`` then those, six in all).
 """
 
 from __future__ import annotations

@@ -42,6 +42,14 @@ from .mine import add_model_options, model_and_encoder, unit_interval
 logger = logging.getLogger(__name__)
 
 
+
+def weight(text: str) -> float:
+    """A finite number >= 0 (``--length-coverage``: 0 switches the term off)."""
+    value = finite_float(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a number >= 0 (0: off), got {text!r}")
+    return value
+
 def add_parser(verbs) -> None:
     p = verbs.add_parser("filter", help="filter a bitext: rules, languages, meaning score",
                          description=__doc__, epilog=examples(
@@ -82,7 +90,7 @@ def add_parser(verbs) -> None:
                         "langid)")
     j.add_argument("--max-length-ratio", type=finite_float, default=2.0,
                    help="drop pairs whose longer side is more than this times the shorter")
-    j.add_argument("--length-coverage", type=finite_float, default=RuleConfig.coverage_weight,
+    j.add_argument("--length-coverage", type=weight, default=RuleConfig.coverage_weight,
                    metavar="WEIGHT",
                    help="weight of the length-coverage penalty on the score (a target much "
                         "shorter or longer than its language pair's usual ratio, e.g. a "

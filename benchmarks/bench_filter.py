@@ -2,9 +2,9 @@
 
     PYTHONPATH=src python benchmarks/bench_filter.py --out /tmp/bench_filter.json
 
-**Data.** For each of de-en, ru-en, zh-en and ar-en, ``--good`` true pairs from the
-Tatoeba test set (LASER v1, ``/work/shared/data/tatoeba``) and ``--noise`` planted noisy
-pairs of each type, built from other pairs of the same set:
+**Data.** For each of de-en, ru-en, zh-en and ar-en (``--languages``), ``--good`` true
+pairs from the Tatoeba test set (LASER v1, ``/work/shared/data/tatoeba``) and ``--noise``
+planted noisy pairs of each type, built from other pairs of the same set:
 
 * ``copy``: the source as its own target, half exact, half near (case changed, last word
   dropped); ``untranslated``: the target is the next source-language sentence;
@@ -22,16 +22,18 @@ that type on the test split (ties count half), from each method's continuous sco
 F1 of "keep" at the validation threshold.
 
 **Methods.** ``disembed`` (the filter: rules, the model's language identifier on each
-side, ratio margin of the meaning cosine; a rule drop ranks below every kept pair);
-``disembed+langid`` (langid instead of the model's identifier); OpusFilter 3.3.1's
-LengthRatioFilter (char, 3), CharacterScoreFilter (each side's script, 1.0),
+side, ratio margin of the meaning cosine less the length-coverage penalty; a rule drop
+ranks below every kept pair); ``disembed+langid`` (langid instead of the model's
+identifier); ``disembed, margin only`` (the filter without the length-coverage term);
+OpusFilter 3.3.1's LengthRatioFilter (char, 3), CharacterScoreFilter (each side's script, 1.0),
 TerminalPunctuationFilter (-2), NonZeroNumeralsFilter (0.5) and its LangidFilter (its
 ``confidence`` re-run with langid 1.1.6: OpusFilter's own needs py3langid's removed
 ``from_pickled_model``), as all-must-pass plus the sum of its scores for AUC;
 bicleaner-hardrules' rules re-implemented (its package needs fasttext, which does not
 build here: see docs/filtering.md); LASER-style ratio margin on the raw embeddings;
 mean-centering's meaning cosine. The disentangler is mean-centering fitted on
-``build_training_set`` pairs (no Tatoeba test sentence in them) for de, ru, zh, ar, fr, ja.
+``build_training_set`` pairs (no Tatoeba test sentence in them) for de, ru, zh, ar, fr, ja
+(``--train-languages``; default: ``--languages`` then those, six in all).
 """
 
 from __future__ import annotations
@@ -54,7 +56,12 @@ from filter_baselines import bicleaner_rules, opusfilter_scores  # noqa: E402
 from disembed import build_training_set, cached, load_encoder  # noqa: E402
 from disembed.data.tatoeba import load_tatoeba  # noqa: E402
 from disembed.experiment.steps import fit_method  # noqa: E402
-from disembed.filtering import PairScorer, choose_threshold, make_check  # noqa: E402
+from disembed.filtering import (  # noqa: E402
+    PairScorer,
+    RuleConfig,
+    choose_threshold,
+    make_check,
+)
 from disembed.retrieval.knn import normalize_rows  # noqa: E402
 
 PAIRS = ("de", "ru", "zh", "ar")
@@ -73,10 +80,17 @@ def _near_copy(text: str) -> str:
     return " ".join(words[:-1]).lower() if len(words) > 2 else text.upper()
 
 
-def build_pairs(lang: str, n_good: int, n_noise: int, encoder, rng) -> list[tuple]:
-    """``(src, tgt, label, type)`` rows for ``lang``-en (module docstring)."""
+def tatoeba_lists(lang: str) -> tuple[list[str], list[str]]:
+    """``(sentences of lang, their English translations)``: the Tatoeba test set."""
     ts = load_tatoeba(lang)
-    src, en = list(ts.source), list(ts.english)
+    return list(ts.source), list(ts.english)
+
+
+def build_pairs(lang: str, n_good: int, n_noise: int, encoder, rng, load=tatoeba_lists
+                ) -> list[tuple]:
+    """``(src, tgt, label, type)`` rows for ``lang``-en (module docstring) from the
+    translations ``load(lang)`` gives (the third-language targets from ``load(other)``)."""
+    src, en = load(lang)
     order = rng.permutation(len(src))
     good, rest = order[:n_good], order[n_good:]
     rows = [(src[i], en[i], 1, "good") for i in good]
@@ -96,8 +110,8 @@ def build_pairs(lang: str, n_good: int, n_noise: int, encoder, rng) -> list[tupl
     for other in THIRD:
         if other == lang:
             continue
-        o = load_tatoeba(other)
-        for e, s in zip(o.english, o.source, strict=True):
+        o_src, o_en = load(other)
+        for e, s in zip(o_en, o_src, strict=True):
             third.setdefault(e, s)
     with_third = [i for i in rest if en[i] in third]
     rows += [(src[i], third[en[i]], 0, "third_language")
@@ -155,7 +169,7 @@ def evaluate(name: str, score: np.ndarray, label, kind, split, decision=None) ->
 def per_pair_thresholds(score, label, lang, split) -> dict:
     """The F1-best threshold of each language pair alone (validation): calibration."""
     out = {}
-    for x in PAIRS:
+    for x in sorted(set(lang.tolist()), key=lang.tolist().index):
         m = (lang == x) & (split == 0)
         out[x] = choose_threshold(score[m], label[m], np.ones(m.sum(), bool)).threshold
     return out
@@ -167,6 +181,11 @@ def main() -> None:  # noqa: PLR0915 - one straight script
     ap.add_argument("--noise", type=int, default=40)
     ap.add_argument("--train", type=int, default=400, help="training pairs per language")
     ap.add_argument("--encoder", default="e5-small")
+    ap.add_argument("--languages", default=",".join(PAIRS),
+                    help="the X of the X-en pairs (Tatoeba test sets), comma-separated")
+    ap.add_argument("--train-languages", default=None,
+                    help="the disentangler's training languages (default: --languages, "
+                         "then fr, ja, de, ru up to six)")
     ap.add_argument("--out", default="/tmp/bench_filter.json")
     args = ap.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
@@ -175,7 +194,10 @@ def main() -> None:  # noqa: PLR0915 - one straight script
     encoder = cached(load_encoder(args.encoder))
     rng = np.random.default_rng(0)
     rows, lang = [], []
-    for x in PAIRS:
+    pairs = args.languages.split(",")
+    train_langs = (args.train_languages.split(",") if args.train_languages else
+                   list(dict.fromkeys([*pairs, *TRAIN]))[:max(6, len(pairs))])
+    for x in pairs:
         got = build_pairs(x, args.good, args.noise, encoder, rng)
         rows += got
         lang += [x] * len(got)
@@ -185,27 +207,30 @@ def main() -> None:  # noqa: PLR0915 - one straight script
     kind = np.array([r[3] for r in rows])
     lang = np.array(lang)
     split = np.arange(len(rows)) % 2
-    train = build_training_set(TRAIN, args.train)
+    train = build_training_set(train_langs, args.train)
     model = fit_method("mean-centering", encoder, train.pairs)
     results, scores = [], {}
-    checks = {"disembed": make_check("model", model),
-              "disembed+langid": make_check("langid", None, [*TRAIN, "en"])}
+    margin_only = RuleConfig(coverage_weight=0.0)  # the score before the length coverage
+    checks = {"disembed": (make_check("model", model), RuleConfig()),
+              "disembed+langid": (make_check("langid", None, [*train_langs, "en"]),
+                                  RuleConfig()),
+              "disembed, margin only": (make_check("model", model), margin_only)}
     timing = {}
-    for name, check in checks.items():
-        scorer = PairScorer(encoder, model, check)
+    for name, (check, rules) in checks.items():
+        scorer = PairScorer(encoder, model, check, rules=rules)
         score = np.zeros(len(rows))
         t = time.perf_counter()
-        for x in PAIRS:
+        for x in pairs:
             m = np.flatnonzero(lang == x)
             score[m] = ours(scorer, [src[i] for i in m], [tgt[i] for i in m], x)
         timing[name] = (time.perf_counter() - t) / len(rows)
         scores[name] = score
         results.append(evaluate(name, score, label, kind, split))
-    raw = PairScorer(encoder, None, None)
+    raw = PairScorer(encoder, None, None, rules=margin_only)  # LASER's margin, as it is
     mc = PairScorer(encoder, model, None)
     for name, scorer in (("raw margin (LASER)", raw), ("mean-centering cosine", mc)):
         score = np.zeros(len(rows))
-        for x in PAIRS:
+        for x in pairs:
             m = np.flatnonzero(lang == x)
             s = scorer.score([src[i] for i in m], [tgt[i] for i in m])
             score[m] = s.score if scorer is raw else s.cosine
@@ -225,6 +250,8 @@ def main() -> None:  # noqa: PLR0915 - one straight script
     calibration["mean-centering cosine (plain cosine, reference)"] = calibration.pop(
         "mean-centering cosine")
     report = {"command": " ".join([sys.executable, *sys.argv]), "encoder": args.encoder,
+              "languages": pairs, "coverage": {"weight": RuleConfig().coverage_weight,
+                                               "slack": RuleConfig().coverage_slack},
               "pairs": len(rows), "good_per_pair": args.good, "noise_per_type": args.noise,
               "training": train.summary(), "results": results,
               "per_pair_best_threshold": calibration, "seconds_per_pair": timing,

@@ -19,7 +19,8 @@ from argparse import Namespace
 
 import numpy as np
 
-SCRIPTS = {"de": "Latin", "ru": "Cyrillic", "zh": "Han", "ar": "Arabic", "en": "Latin"}
+SCRIPTS = {"de": "Latin", "ru": "Cyrillic", "zh": "Han", "ar": "Arabic", "en": "Latin",
+           "fr": "Latin", "tr": "Latin", "el": "Greek", "he": "Hebrew", "uk": "Cyrillic"}
 
 
 def _langid_confidence():

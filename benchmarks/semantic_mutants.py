@@ -79,6 +79,7 @@ SELECTION: dict[str, tuple[str, ...]] = {
     "encoders": ("tests/encoders", "tests/test_cache.py"),
     "evaluation": ("tests/evaluation",),
     "experiment": ("tests/experiment", "tests/cli/test_train_defaults.py"),
+    "filtering": ("tests/filtering",),
     "methods": ("tests/methods",),
     "mining": ("tests/mining",),
     "reports": ("tests/reports", "tests/experiment/test_scaling.py"),

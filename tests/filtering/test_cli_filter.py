@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import json
 import os
 import signal
 import subprocess
@@ -87,3 +88,14 @@ def test_kill_9_mid_run_then_resume_gives_the_same_bytes(tmp_path):
     assert again.returncode == 0 and b"chunk(s) resumed" in out
     for name in ("b.tsv", "b.tsv.scores.tsv"):
         assert (tmp_path / name).read_bytes() == (tmp_path / name.replace("b", "a")).read_bytes()
+
+
+def test_length_coverage_reaches_the_run_and_refuses_a_negative_weight(tmp_path, capsys):
+    (tmp_path / "p.tsv").write_text("".join(f"{s}\t{t}\n" for s, t in ROWS), encoding="utf-8")
+    out = ["filter", str(tmp_path / "p.tsv"), "--out", str(tmp_path / "k.tsv"), *ARGS]
+    with pytest.raises(SystemExit):
+        main([*out, "--length-coverage", "-1"])
+    assert "expected a number >= 0" in capsys.readouterr().err
+    assert main([*out, "--length-coverage", "0.3"]) == 0
+    manifest = json.loads((tmp_path / "k.tsv.run" / "manifest.json").read_text())
+    assert manifest["config"]["rules"]["coverage_weight"] == 0.3  # a change starts over

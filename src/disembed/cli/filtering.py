@@ -42,6 +42,14 @@ from .mine import add_model_options, model_and_encoder, unit_interval
 logger = logging.getLogger(__name__)
 
 
+
+def weight(text: str) -> float:
+    """A finite number >= 0 (``--length-coverage``: 0 switches the term off)."""
+    value = finite_float(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a number >= 0 (0: off), got {text!r}")
+    return value
+
 def add_parser(verbs) -> None:
     p = verbs.add_parser("filter", help="filter a bitext: rules, languages, meaning score",
                          description=__doc__, epilog=examples(
@@ -82,6 +90,11 @@ def add_parser(verbs) -> None:
                         "langid)")
     j.add_argument("--max-length-ratio", type=finite_float, default=2.0,
                    help="drop pairs whose longer side is more than this times the shorter")
+    j.add_argument("--length-coverage", type=weight, default=RuleConfig.coverage_weight,
+                   metavar="WEIGHT",
+                   help="weight of the length-coverage penalty on the score (a target much "
+                        "shorter or longer than its language pair's usual ratio, e.g. a "
+                        "partial translation; docs/filtering.md); 0: the margin alone")
     j.add_argument("-k", type=positive_int, default=4, help="neighbours for the margin")
     g = p.add_argument_group("cluster (Ray; pip install 'disembed[ray]')")
     g.add_argument("--cluster", default=None, metavar="ADDRESS",
@@ -137,7 +150,8 @@ def handle(args: argparse.Namespace) -> int:
     languages = [x for x in (args.src_lang, args.tgt_lang) if x]
     scorer = PairScorer(encoder, model,
                         make_check(args.language_check, model, languages or None),
-                        rules=RuleConfig(max_ratio=args.max_length_ratio), k=args.k,
+                        rules=RuleConfig(max_ratio=args.max_length_ratio,
+                                         coverage_weight=args.length_coverage), k=args.k,
                         batch_size=args.batch_size)
     threshold = _choose_on_dev(args, scorer) if args.dev else args.threshold
     config = FilterConfig(threshold=threshold, keep_top=args.keep_top, src_lang=args.src_lang,

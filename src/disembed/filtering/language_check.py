@@ -3,8 +3,10 @@
 A check maps distinct texts (and their raw embeddings, ``X (n, d)``) to one code each:
 
 * :class:`ModelLanguageCheck` (``"model"``): the saved model's language identifier on the
-  raw embedding, restricted to the training languages that write the text's script (what
-  :meth:`~disembed.methods.Disentangler.resolve_languages` reports for an untagged text). A
+  raw embedding, restricted to the training languages that write the text's script: the
+  most likely of them however sure (the text path's report says ``und-<Script>`` below its
+  probability threshold; the filter needs the identifier's best guess to compare with the
+  expected language). A
   text whose script no training language writes is reported as ``und-<Script>``, and one the
   identifier finds far from every language it knows as ``unknown``: neither is a known
   language, so neither is called "wrong" unless its script alone rules the expected
@@ -29,6 +31,7 @@ import numpy as np
 from ..data.languages import language_scripts, normalize_language
 from ..exceptions import ConfigError, MissingDependencyError
 from ..methods.routing import tags_with_scripts
+from ..util.routing_rule import reported_languages, script_subtag
 from ..util.scripts import SCRIPTS, script_of, script_ranges
 
 logger = logging.getLogger(__name__)
@@ -60,10 +63,16 @@ class ModelLanguageCheck:
     def identify(self, texts: Sequence[str], X: np.ndarray | None) -> np.ndarray:
         if X is None:
             raise ConfigError("the model's language check needs the texts' embeddings")
-        tags = tags_with_scripts(list(texts), None)
-        codes = np.asarray(self.model.resolve_languages(X, tags), dtype=object)
-        far = self.model.predict_language(X).codes == UNKNOWN
         lid = self.model.language_identifier
+        scripts = [script_subtag(t) for t in tags_with_scripts(list(texts), None)]
+        # the most likely language the script allows, however sure: the report's
+        # threshold (REPORT_THRESHOLD) makes an unsure text "und-<Script>", which the rules
+        # cannot hold against the expected language, so copies and third-language targets
+        # of a Latin-script pair would pass as "not known to be wrong"
+        tags, _ = reported_languages(lid.logits(X), lid.languages_, scripts,
+                                     lid.language_scripts(), threshold=0.0)
+        codes = np.asarray(tags, dtype=object)
+        far = self.model.predict_language(X).codes == UNKNOWN
         known = {s for code in lid.languages_ for s in language_scripts(code)}
         for i, text in enumerate(texts):
             script = script_of(text)

@@ -45,16 +45,28 @@ _WIDE = ("CJK", "HIRAGANA", "KATAKANA", "HANGUL")
 class RuleConfig:
     """Thresholds of the rules: ``max_ratio`` and ``min_length`` (length units) for
     ``length_ratio``. 2.0 is bicleaner-hardrules' default too; on the benchmark of
-    docs/filtering.md it drops 9 of 1,600 true pairs and lifts F1 from 0.928 (3.0)."""
+    docs/filtering.md it drops 9 of 1,600 true pairs and lifts F1 from 0.928 (3.0).
+
+    ``coverage_weight`` and ``coverage_slack``: the soft length term subtracted from the
+    meaning score (:mod:`.coverage`): ``weight * max(0, |z| - slack)``, ``z`` the pair's log
+    length ratio in deviations from its chunk's language pair; 0 switches it off. Chosen
+    on validation pairs that are not the benchmark's (``benchmarks/filter_coverage.py``,
+    docs/filtering.md)."""
 
     max_ratio: float = 2.0
     min_length: int = 15
+    coverage_weight: float = 0.1
+    coverage_slack: float = 0.5
 
     def __post_init__(self) -> None:
         if not self.max_ratio > 1.0:
             raise ValueError(f"max_ratio must be above 1 (e.g. 3.0), got {self.max_ratio}")
         if self.min_length < 0:
             raise ValueError(f"min_length must be 0 or more, got {self.min_length}")
+        if not (self.coverage_weight >= 0 and self.coverage_slack >= 0):
+            raise ValueError(f"coverage_weight and coverage_slack must be 0 or more (0: no "
+                             f"length-coverage term), got {self.coverage_weight} and "
+                             f"{self.coverage_slack}")
 
 
 def urls(text: str) -> frozenset[str]:

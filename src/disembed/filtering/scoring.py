@@ -1,7 +1,8 @@
 """Score one chunk of pairs: the rules, each side's language, the meaning score.
 
 :class:`PairScorer` turns ``src``/``tgt`` lists into :class:`ChunkScores`: per pair the
-calibrated ``score`` (:mod:`.thresholds`), the meaning ``cosine``, the language each side
+calibrated ``score`` (:mod:`.thresholds`: the ratio margin, less the length-coverage
+penalty of :mod:`.coverage`), the meaning ``cosine``, the language each side
 was identified as, and the first reason it breaks (:mod:`.rules`, then the language
 reasons; the meaning cutoff is applied later, by the job, since ``--keep-top`` needs every
 score). Each distinct sentence of the chunk is embedded once
@@ -26,6 +27,7 @@ from ..retrieval.knn import normalize_rows
 from ..saved_model import SavedModel
 from ..util.dedup import distinct
 from ..util.text import is_blank
+from .coverage import ANCHOR_MARGIN, coverage_penalty, fit_length_model, log_length_ratios
 from .language_check import UNKNOWN, LanguageCheck, is_wrong, make_check
 from .rules import UNTRANSLATED, WRONG_SRC, WRONG_TGT, RuleConfig, rule_reason
 
@@ -35,13 +37,15 @@ logger = logging.getLogger(__name__)
 @dataclass
 class ChunkScores:
     """Per pair: ``score``, ``cosine`` ``(p,) float64``; ``src_code``, ``tgt_code`` and
-    ``reason`` ``(p,) object`` (``""``: no rule broken)."""
+    ``reason`` ``(p,) object`` (``""``: no rule broken); ``length_z`` ``(p,) float64``: the
+    log length ratio in deviations from the chunk's language pair (:mod:`.coverage`)."""
 
     score: np.ndarray
     cosine: np.ndarray
     src_code: np.ndarray
     tgt_code: np.ndarray
     reason: np.ndarray
+    length_z: np.ndarray | None = None
 
 
 def language_reason(src: str, tgt: str, src_code: str, tgt_code: str,
@@ -129,8 +133,20 @@ class PairScorer:
         rules = np.array([rule_reason(s, t, self.rules) or "" for s, t in zip(src, tgt,
                                                                              strict=True)],
                          dtype=object)
-        out = ChunkScores(score, cosine, codes[s_rows], codes[t_rows], rules)
+        z = self.length_z(src, tgt, score, both & (rules == ""))
+        score[both] -= coverage_penalty(z[both], self.rules.coverage_weight,
+                                        self.rules.coverage_slack)
+        out = ChunkScores(score, cosine, codes[s_rows], codes[t_rows], rules, z)
         return out if self.check is None else self.judge(out, src, tgt, src_lang, tgt_lang)
+
+    @staticmethod
+    def length_z(src: list[str], tgt: list[str], margin: np.ndarray, ok: np.ndarray
+                 ) -> np.ndarray:
+        """``(p,)``: each pair's log length ratio in deviations from the chunk's language
+        pair (:mod:`.coverage`; anchors: the pairs ``ok`` with ``margin`` at least
+        :data:`~.coverage.ANCHOR_MARGIN`)."""
+        r = log_length_ratios(src, tgt)
+        return fit_length_model(r, ok & (margin >= ANCHOR_MARGIN)).z(r)
 
     def judge(self, scores: ChunkScores, src: list[str], tgt: list[str],
               src_lang: str | None, tgt_lang: str | None) -> ChunkScores:
@@ -150,4 +166,5 @@ def with_languages(scores: ChunkScores, src: list[str], tgt: list[str], src_lang
     for i in np.flatnonzero(reason == ""):
         reason[i] = language_reason(src[i], tgt[i], scores.src_code[i], scores.tgt_code[i],
                                     src_lang, tgt_lang, known) or ""
-    return ChunkScores(scores.score, scores.cosine, scores.src_code, scores.tgt_code, reason)
+    return ChunkScores(scores.score, scores.cosine, scores.src_code, scores.tgt_code, reason,
+                       scores.length_z)

@@ -96,6 +96,10 @@ def test_length_coverage_reaches_the_run_and_refuses_a_negative_weight(tmp_path,
     with pytest.raises(SystemExit):
         main([*out, "--length-coverage", "-1"])
     assert "expected a number >= 0" in capsys.readouterr().err
+    for ratio in ("0.5", "1"):  # was "internal error ... a bug" (RuleConfig's ValueError)
+        with pytest.raises(SystemExit):
+            main([*out, "--max-length-ratio", ratio])
+        assert "expected a number above 1" in capsys.readouterr().err
     assert main([*out, "--length-coverage", "0.3"]) == 0
     manifest = json.loads((tmp_path / "k.tsv.run" / "manifest.json").read_text())
     assert manifest["config"]["rules"]["coverage_weight"] == 0.3  # a change starts over

@@ -42,13 +42,23 @@ from .mine import add_model_options, model_and_encoder, unit_interval
 logger = logging.getLogger(__name__)
 
 
-
 def weight(text: str) -> float:
     """A finite number >= 0 (``--length-coverage``: 0 switches the term off)."""
     value = finite_float(text)
     if value < 0:
         raise argparse.ArgumentTypeError(f"expected a number >= 0 (0: off), got {text!r}")
     return value
+
+
+def length_ratio(text: str) -> float:
+    """A finite number above 1 (``--max-length-ratio``: the longer side over the shorter)."""
+    value = finite_float(text)
+    if not value > 1:
+        raise argparse.ArgumentTypeError(
+            f"expected a number above 1 (the longer side's length over the shorter's, e.g. "
+            f"3), got {text!r}")
+    return value
+
 
 def add_parser(verbs) -> None:
     p = verbs.add_parser("filter", help="filter a bitext: rules, languages, meaning score",
@@ -88,7 +98,7 @@ def add_parser(verbs) -> None:
                    help="who identifies each side's language: the model's identifier, "
                         "langid, or none (auto: the model's where --model has one, else "
                         "langid)")
-    j.add_argument("--max-length-ratio", type=finite_float, default=2.0,
+    j.add_argument("--max-length-ratio", type=length_ratio, default=2.0,
                    help="drop pairs whose longer side is more than this times the shorter")
     j.add_argument("--length-coverage", type=weight, default=RuleConfig.coverage_weight,
                    metavar="WEIGHT",

@@ -15,7 +15,13 @@ languages that write ``script(t)`` (all of them where none does) and ``s = sum_{
   in ``x``: ``s`` and ``prior`` are);
 * ``to-global t``: the same with the uniform weights over the training languages (their
   mean route: for mean-centering the mean of the language means) in place of ``whole``;
-* ``to-whole s^k``: ``g = s^k``.
+* ``to-whole s^k``: ``g = s^k``;
+* ``sure lo-hi``: ``g = clip((max prior - lo) / (hi - lo), 0, 1)`` (the library's rule at
+  :data:`~disembed.util.routing_rule.PRIOR_CONFIDENCE`); ``sure+s t``: the smaller of that
+  and ``min(1, s / t)`` (a one-writer script's prior is one-hot, always sure);
+* ``... -> sharp T=t``: the same, giving way to ``softmax(logits / t)`` instead;
+* ``gap a-b``: ``g`` from 1 to 0 as the cosine gap between the nearest centroid and the
+  nearest allowed one grows from ``a`` to ``b``.
 
 Score: untagged xx<->en retrieval (mean of both directions, x100) with the English side
 untagged too (the library's route; English is a training language); per language, then per
@@ -167,6 +173,18 @@ def weight_variants(model, X: np.ndarray, texts: list[str]) -> tuple[dict, np.nd
     for a, b in CONFIDENCES:
         g = np.clip((top - a) / (b - a), 0.0, 1.0)[:, None]
         out[f"sure {a:g}-{b:g}"] = g * prior + (1 - g) * P
+    lo, hi = PRIOR_CONFIDENCE
+    sure = np.clip((top - lo) / (hi - lo), 0.0, 1.0)
+    for t in (0.1, 0.2, 0.3, 0.5):
+        g = np.minimum(sure, np.minimum(1.0, s / t))[:, None]
+        out[f"sure+s {t:g}"] = g * prior + (1 - g) * P
+    for temp in (0.5, 0.25):
+        Q = np.exp((z - z.max(axis=1, keepdims=True)) / temp)
+        Q /= Q.sum(axis=1, keepdims=True)
+        g = sure[:, None]
+        out[f"sure -> sharp T={temp:g}"] = g * prior + (1 - g) * Q
+        g = np.minimum(sure, np.minimum(1.0, s / 0.2))[:, None]
+        out[f"sure+s 0.2 -> sharp T={temp:g}"] = g * prior + (1 - g) * Q
     Z, _ = lid._logits(X)
     cos = Z @ lid.centroids_.T  # (n, L): each row's cosine to each language's centroid
     gap = cos.max(axis=1) - np.where(mask, cos, -np.inf).max(axis=1)

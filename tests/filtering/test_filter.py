@@ -26,6 +26,7 @@ CASES = [("Das Haus ist rot.", "The house is red.", "en", ""),
          ("Siehe www.a.de/x", "See www.b.com/y", "en", "urls_differ"),
          ("Der Hund schläft.", "Der Hund schlief.", "de", "untranslated"),
          ("Die Katze frisst.", "Le chat mange.", "fr", "wrong_tgt_language"),
+         ("The bird sings.", "Der Vogel singt.", "de", "swapped_sides"),
          ("  ", "Empty.", "en", "empty")]
 
 
@@ -43,7 +44,7 @@ class FakeCheck:
 
 
 def fake_scorer(encoder=None, **kw):
-    table = {t: lang for _, t, lang, _ in CASES}
+    table = {t: lang for _, t, lang, _ in CASES} | {"The bird sings.": "en"}  # swapped source
     return PairScorer(encoder or HashEncoder(16), None, FakeCheck(table), **kw)
 
 

@@ -4,7 +4,7 @@ Each rule returns its reason (a short name, written in the scores file) when the
 breaks it, else ``None``; :func:`rule_reason` applies them in :data:`RULES` order and
 returns the first reason. The language rules (which need an identifier) and the meaning
 cutoff are applied by :mod:`.filter`, after these, with the reasons :data:`UNTRANSLATED`,
-:data:`WRONG_SRC`, :data:`WRONG_TGT` and :data:`LOW_MEANING`.
+:data:`WRONG_SRC`, :data:`WRONG_TGT` and :data:`LOW_MEANING` (and :data:`SWAPPED` before them).
 
 * ``empty``: a side is blank.
 * ``no_letters``: a side has no letter once URLs and e-mail addresses are removed (numbers,
@@ -30,10 +30,11 @@ from ..util.text import is_blank, normalize_text
 EMPTY, NO_LETTERS, COPY, LENGTH_RATIO = "empty", "no_letters", "copy", "length_ratio"
 NUMBERS_DIFFER, URLS_DIFFER = "numbers_differ", "urls_differ"
 UNTRANSLATED, WRONG_SRC, WRONG_TGT = "untranslated", "wrong_src_language", "wrong_tgt_language"
+SWAPPED = "swapped_sides"
 LOW_MEANING = "low_meaning"
 #: every reason a pair may be dropped for, in the order they are checked
-REASONS = (EMPTY, NO_LETTERS, COPY, LENGTH_RATIO, NUMBERS_DIFFER, URLS_DIFFER, UNTRANSLATED,
-           WRONG_SRC, WRONG_TGT, LOW_MEANING)
+REASONS = (EMPTY, NO_LETTERS, COPY, LENGTH_RATIO, NUMBERS_DIFFER, URLS_DIFFER, SWAPPED,
+           UNTRANSLATED, WRONG_SRC, WRONG_TGT, LOW_MEANING)
 WIDE_CHAR_UNITS = 3
 
 _URL = re.compile(r"(?:https?://|www\.)\S+|[\w.+-]+@[\w-]+\.[\w.-]+", re.IGNORECASE)

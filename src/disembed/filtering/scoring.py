@@ -29,7 +29,7 @@ from ..util.dedup import distinct
 from ..util.text import is_blank
 from .coverage import ANCHOR_MARGIN, coverage_penalty, fit_length_model, log_length_ratios
 from .language_check import UNKNOWN, LanguageCheck, is_wrong, make_check
-from .rules import UNTRANSLATED, WRONG_SRC, WRONG_TGT, RuleConfig, rule_reason
+from .rules import SWAPPED, UNTRANSLATED, WRONG_SRC, WRONG_TGT, RuleConfig, rule_reason
 
 logger = logging.getLogger(__name__)
 
@@ -51,10 +51,12 @@ class ChunkScores:
 def language_reason(src: str, tgt: str, src_code: str, tgt_code: str,
                     src_lang: str | None, tgt_lang: str | None,
                     known: frozenset[str] | None = None) -> str | None:
-    """``untranslated`` (the target is in the source's language), else a side identified as
-    another language than expected (:func:`~.language_check.is_wrong`), else ``None``."""
+    """``swapped_sides`` (each side is in the other's language: the columns are exchanged,
+    and swapping them back gives a pair), else ``untranslated`` (the target is in the
+    source's language), else a side identified as another language than expected
+    (:func:`~.language_check.is_wrong`), else ``None``."""
     if src_lang and tgt_lang and src_lang != tgt_lang and tgt_code == src_lang:
-        return UNTRANSLATED
+        return SWAPPED if src_code == tgt_lang else UNTRANSLATED
     if is_wrong(src_code, src_lang, src, known):
         return WRONG_SRC
     if is_wrong(tgt_code, tgt_lang, tgt, known):

@@ -61,7 +61,8 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
-from unseen_centring_validation import TATOEBA14, load_pairs  # noqa: E402
+from qe_notag_gap import pearson  # noqa: E402
+from unseen_centring_validation import load_pairs, retrieval, validation_languages  # noqa: E402
 
 from disembed.data.io import read_lines  # noqa: E402
 from disembed.data.languages import normalize_language  # noqa: E402
@@ -75,7 +76,7 @@ from disembed.experiment.steps import embed_pairs, load_training_set  # noqa: E4
 from disembed.experiment.validation import validation_options  # noqa: E402
 from disembed.methods import load_disentangler, make_method  # noqa: E402
 from disembed.methods.routing import tags_with_scripts  # noqa: E402
-from disembed.util.routing_rule import PRIOR_CONFIDENCE, allowed  # noqa: E402
+from disembed.util.routing_rule import PRIOR_CONFIDENCE, allowed, mapped  # noqa: E402
 from disembed.util.scripts import script_of  # noqa: E402
 
 logger = logging.getLogger("unseen_script_prior")
@@ -110,20 +111,11 @@ def fitted(enc, languages: tuple[str, ...] | None, folder: Path, recipe: str):
     return model
 
 
-def validation_sets(known: set[str], pairs: int, seed: int) -> dict[str, tuple[list, list]]:
+def validation_sets(model, pairs: int, seed: int) -> dict[str, tuple[list, list]]:
     """``{code: (xx texts, en texts)}``: Tatoeba-Challenge languages neither trained on nor in
-    Tatoeba-14, LASER-test overlaps dropped."""
-    folder = resolve_data_dir(None) / "parallel" / "tatoeba_challenge_v2021-08-07"
-    out = {}
-    for path in sorted(folder.glob("en-*.tsv")):
-        code3 = path.stem.split("-")[1]
-        try:
-            code = normalize_language(code3)
-        except ConfigError:
-            continue
-        if code not in known and code not in TATOEBA14:
-            out[code] = load_pairs(path, code3, pairs, seed)
-    return out
+    Tatoeba-14, LASER-test overlaps dropped (:func:`validation_languages`)."""
+    return {code: load_pairs(path, code3, pairs, seed)
+            for code, code3, path in validation_languages(model)}
 
 
 def test_sets(known: set[str]) -> dict[str, tuple[list, list]]:
@@ -143,20 +135,11 @@ def test_sets(known: set[str]) -> dict[str, tuple[list, list]]:
     return out
 
 
-def retrieval(a: np.ndarray, b: np.ndarray) -> float:
-    a = a / np.maximum(np.linalg.norm(a, axis=1, keepdims=True), 1e-12)
-    b = b / np.maximum(np.linalg.norm(b, axis=1, keepdims=True), 1e-12)
-    sim = a @ b.T
-    idx = np.arange(len(a))
-    return float(50 * ((sim.argmax(1) == idx).mean() + (sim.argmax(0) == idx).mean()))
-
-
 def weight_variants(model, X: np.ndarray, texts: list[str]) -> tuple[dict, np.ndarray]:
     """``({variant: (n, L) weights}, s (n,))``; see the module docstring."""
     lid = model.language_id_
     z = lid.logits(X).astype(np.float64) / lid.route_temperature
-    P = np.exp(z - z.max(axis=1, keepdims=True))
-    P /= P.sum(axis=1, keepdims=True)
+    P = mapped(z)  # the whole posterior, softmax
     mask = allowed([script_of(t) for t in texts], lid.languages_, lid.language_scripts())
     s = (P * mask).sum(axis=1)
     prior = P * mask / s[:, None]
@@ -179,8 +162,7 @@ def weight_variants(model, X: np.ndarray, texts: list[str]) -> tuple[dict, np.nd
         g = np.minimum(sure, np.minimum(1.0, s / t))[:, None]
         out[f"sure+s {t:g}"] = g * prior + (1 - g) * P
     for temp in (0.5, 0.25):
-        Q = np.exp((z - z.max(axis=1, keepdims=True)) / temp)
-        Q /= Q.sum(axis=1, keepdims=True)
+        Q = mapped(z / temp)
         g = sure[:, None]
         out[f"sure -> sharp T={temp:g}"] = g * prior + (1 - g) * Q
         g = np.minimum(sure, np.minimum(1.0, s / 0.2))[:, None]
@@ -256,11 +238,6 @@ def trained_languages(model, enc, languages) -> dict:
     return {"variants": out, "weak_share_max": max(weak)}
 
 
-def pearson(a: np.ndarray, b: np.ndarray, gold) -> float:
-    cos = (a * b).sum(1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))
-    return float(100 * np.corrcoef(cos, np.asarray(gold, np.float64))[0, 1])
-
-
 def summarise(rows: dict) -> dict:
     """Per script and overall means (languages weighted equally), and each variant's delta
     against ``prior``."""
@@ -304,7 +281,7 @@ def main() -> None:
     for recipe in RECIPES:
         model = fitted(enc, languages, out / "models" / recipe.replace(" ", "-"), recipe)
         known = set(model.known_languages())
-        sets = (validation_sets(known, args.pairs, args.seed) if args.part == "validation"
+        sets = (validation_sets(model, args.pairs, args.seed) if args.part == "validation"
                 else test_sets(known))
         rows = {}
         for code, (xx, en) in sets.items():

@@ -177,9 +177,7 @@ class LanguageIdentifier:
     def predict(self, X: np.ndarray) -> LanguagePrediction:
         """The language of each row of raw embeddings ``X (n, d)``."""
         Z, logits = self._logits(X)  # (n, d), (n, L)
-        logits -= logits.max(axis=1, keepdims=True)
-        prob = np.exp(logits)
-        prob /= prob.sum(axis=1, keepdims=True)
+        prob = rule.mapped(logits)  # the softmax, the routing rule's
         best = prob.argmax(axis=1)
         nearest = np.asarray(self.languages_, dtype=object)[best]
         sim = (Z * self.centroids_[best]).sum(axis=1)

@@ -168,8 +168,8 @@ def sparsemax(z: np.ndarray) -> np.ndarray:
 
 
 def mapped(z: np.ndarray, route_map: str = "softmax") -> np.ndarray:
-    """``(n, L) float64``: the route map of logits ``z`` (``-inf``: a language the row may
-    not be in), row by row: ``softmax`` or ``sparsemax``."""
+    """``(n, L)``, in ``z``'s precision: the route map of logits ``z`` (``-inf``: a language
+    the row may not be in), row by row: ``softmax`` or ``sparsemax``."""
     z = z - z.max(axis=1, keepdims=True)
     if route_map == "sparsemax":
         return sparsemax(z)
